@@ -1,0 +1,5 @@
+"""`python -m bonsai` runs the CLI."""
+
+from .cli import main
+
+main()
