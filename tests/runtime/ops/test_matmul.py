@@ -1,0 +1,96 @@
+"""Quantised matmul and embedding: exact dequantisation (vs gguf.quants.dequantize), bounded dot products."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType, quants
+
+from bonsai.ops import matmul as mm
+from bonsai.ops.qtypes import QTYPES, UnsupportedTensorType, dequantize, qtype
+
+from .conftest import quantized
+
+TYPES = ["F32", "F16", "Q4_0", "Q4_1", "Q8_0", "Q1_0"]
+
+
+def _plus_zero(a):
+    return (a + np.float32(0)).view(np.uint32)  # -0.0 -> +0.0: x*0 sums cannot keep a sign of zero
+
+
+@pytest.mark.parametrize("name", ["F16", "Q4_0", "Q4_1", "Q8_0"])
+def test_numpy_dequant_equals_gguf_quants(name):
+    raw = quantized(name, 5, 256, seed=3)
+    ours = dequantize(raw, QTYPES[name], 256)
+    theirs = quants.dequantize(raw, GGMLQuantizationType[name]).reshape(5, 256)
+    assert np.array_equal(ours.view(np.uint32), theirs.astype(np.float32).view(np.uint32))
+
+
+def test_q1_0_sign_bit_one_is_plus_scale():
+    raw = np.zeros((1, 18), np.uint8)
+    raw[0, :2] = np.array([0.5], np.float16).view(np.uint8)
+    raw[0, 2] = 0b00000101  # weights 0 and 2 positive, LSB first
+    w = dequantize(raw, QTYPES["Q1_0"], 128)[0]
+    assert w[:4].tolist() == [0.5, -0.5, 0.5, -0.5] and (w[8:] == -0.5).all()
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_gpu_dequant_is_bit_exact(gpu, name):
+    """x = identity makes y = W^T with no rounding: one product by 1.0, the rest exact zeros."""
+    rows, cols = 6, 256 if name == "Q1_0" else 96
+    raw = quantized(name, rows, cols, seed=1)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    got = mm.matmul(gpu, m, np.eye(cols, dtype=np.float32))  # (cols tokens, rows)
+    want = dequantize(raw, QTYPES[name], cols).T
+    if name in ("F16", "Q4_0", "Q4_1", "Q8_0"):
+        assert np.array_equal(_plus_zero(want), _plus_zero(quants.dequantize(raw, GGMLQuantizationType[name]).reshape(rows, cols).T))
+    assert np.array_equal(_plus_zero(got), _plus_zero(want))
+
+
+@pytest.mark.parametrize("name", TYPES)
+@pytest.mark.parametrize("t", [1, 3, 11])
+def test_gpu_matmul_matches_float64_reference(gpu, name, t):
+    """f32 sums in another order: |err| <= 1e-5 * sum|w*x| (K <= 512 terms, f32 eps 6e-8)."""
+    rows, cols = 37, 384
+    raw = quantized(name, rows, cols, seed=t)
+    x = np.random.default_rng(9).standard_normal((t, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    got = mm.matmul(gpu, m, x)
+    want = mm.reference(raw, QTYPES[name], rows, cols, x)
+    scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+
+
+def test_accumulate_adds_to_existing_output(gpu):
+    raw = quantized("Q4_1", 8, 64, seed=2)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], 8, 64)
+    x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+    base = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    got = mm.matmul(gpu, m, x, accum_into=base)
+    assert np.allclose(got, mm.matmul(gpu, m, x) + base, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_1", "F32", "Q4_0"])
+def test_embedding_rows_are_exact_dequantised_rows(gpu, name):
+    rows, cols = 50, 128
+    raw = quantized(name, rows, cols, seed=4)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    ids = [7, 0, 49, 7, 3]
+    got = mm.embed(gpu, m, ids)
+    assert np.array_equal(got.view(np.uint32), dequantize(raw, QTYPES[name], cols)[ids].view(np.uint32))
+
+
+def test_mutation_wrong_nibble_order_is_caught(gpu):
+    """Mutation: a kernel that reads Q4_1 nibbles high-first must fail the exactness check."""
+    raw = quantized("Q4_1", 4, 64, seed=5)
+    swapped = raw.copy().reshape(4, 2, 20)
+    qs = swapped[..., 4:]
+    swapped[..., 4:] = (qs >> 4) | ((qs & 0xF) << 4)  # equivalent to the kernel swapping nibbles
+    m = mm.upload_matrix(gpu, swapped.tobytes(), QTYPES["Q4_1"], 4, 64)
+    got = mm.matmul(gpu, m, np.eye(64, dtype=np.float32))
+    assert not np.array_equal(_plus_zero(got), _plus_zero(dequantize(raw, QTYPES["Q4_1"], 64).T))
+
+
+def test_unsupported_type_names_tensor_and_type():
+    with pytest.raises(UnsupportedTensorType, match=r"tensor 'blk.0.attn_q.weight': GGML type Q6_K"):
+        qtype("Q6_K", tensor="blk.0.attn_q.weight")
