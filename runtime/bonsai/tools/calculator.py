@@ -46,7 +46,11 @@ def _walk(node: ast.AST) -> int | float:
         left, right = _walk(node.left), _walk(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
             raise ToolExecutionError(f"exponent {right} is too large (limit {MAX_EXPONENT})")
-        if isinstance(node.op, ast.Pow) and isinstance(left, int) and left.bit_length() * right > MAX_INT_BITS:
+        if (
+            isinstance(node.op, ast.Pow)
+            and isinstance(left, int)
+            and left.bit_length() * right > MAX_INT_BITS
+        ):
             raise ToolExecutionError(f"result too large (over {MAX_INT_BITS} bits)")
         try:
             return _check_size(_BINARY[type(node.op)](left, right))

@@ -24,7 +24,9 @@ def make_clock(now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC))
         try:
             zone = ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ToolExecutionError(f"unknown time zone {name!r}; use an IANA name like 'Europe/Paris'") from None
+            raise ToolExecutionError(
+                f"unknown time zone {name!r}; use an IANA name like 'Europe/Paris'"
+            ) from None
         return f"{now().astimezone(zone).isoformat(timespec='seconds')} ({name})"
 
     return tool(clock)

@@ -15,7 +15,9 @@ def resolve_inside(root: Path, relative: str) -> Path:
     base = root.resolve()
     pure = PurePosixPath(relative.replace("\\", "/"))
     if not relative or pure.is_absolute() or Path(relative).is_absolute() or ".." in pure.parts:
-        raise ToolExecutionError(f"refused {relative!r}: give a relative path inside the directory, without '..'")
+        raise ToolExecutionError(
+            f"refused {relative!r}: give a relative path inside the directory, without '..'"
+        )
     target = (base / pure).resolve()
     if target != base and base not in target.parents:
         raise ToolExecutionError(f"refused {relative!r}: it leads outside the directory (symlink)")

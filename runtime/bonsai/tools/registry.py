@@ -42,7 +42,9 @@ class Tool:
         """Raise ToolArgumentError naming every failing JSON path."""
         problems = errors(arguments, self.parameters)
         if problems:
-            raise ToolArgumentError(f"arguments for {self.name!r} do not match its schema: " + "; ".join(problems))
+            raise ToolArgumentError(
+                f"arguments for {self.name!r} do not match its schema: " + "; ".join(problems)
+            )
 
     def __call__(self, arguments: dict[str, Any]) -> Any:
         self.validate(arguments)

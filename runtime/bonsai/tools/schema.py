@@ -26,7 +26,9 @@ def schema_for_type(tp: Any, where: str) -> dict[str, Any]:
         values = get_args(tp)
         kinds = {type(v) for v in values}
         if len(kinds) != 1 or next(iter(kinds)) not in _SCALARS:
-            raise ToolDefinitionError(f"{where}: Literal values must all be of one type among str/int/float/bool")
+            raise ToolDefinitionError(
+                f"{where}: Literal values must all be of one type among str/int/float/bool"
+            )
         return {"type": _SCALARS[next(iter(kinds))], "enum": list(values)}
     if origin is list:
         args = get_args(tp)

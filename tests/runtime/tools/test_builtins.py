@@ -13,39 +13,54 @@ from bonsai.tools.clock import make_clock
 from bonsai.tools.files import make_file_lookup
 
 
-@pytest.mark.parametrize(("expr", "value"), [
-    ("17 * 23", 391), ("(1 + 2) * -3", -9), ("7 // 2", 3), ("7 % 4", 3), ("2 ** 10", 1024),
-    ("1 / 4", 0.25), ("+5", 5), ("1.5e2", 150.0), (" 3 ", 3),
-])
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [
+        ("17 * 23", 391),
+        ("(1 + 2) * -3", -9),
+        ("7 // 2", 3),
+        ("7 % 4", 3),
+        ("2 ** 10", 1024),
+        ("1 / 4", 0.25),
+        ("+5", 5),
+        ("1.5e2", 150.0),
+        (" 3 ", 3),
+    ],
+)
 def test_calculator_arithmetic(expr, value):
     assert evaluate(expr) == value and type(evaluate(expr)) is type(value)
 
 
-@pytest.mark.parametrize(("expr", "problem"), [
-    ("__import__('os').system('true')", "unsupported syntax Call"),
-    ("a + 1", "unsupported syntax Name"),
-    ("(1).real", "unsupported syntax Attribute"),
-    ("[1, 2]", "unsupported syntax List"),
-    ("1 if 1 else 2", "unsupported syntax IfExp"),
-    ("True + 1", "unsupported syntax Constant"),
-    ("1j * 2", "unsupported syntax Constant"),
-    ("'a' * 3", "unsupported syntax Constant"),
-    ("2 ** 100000", "exponent 100000 is too large"),
-    ("(2 ** 1000) ** 1000", "result too large"),
-    ("1 / 0", "division by zero"),
-    ("5 % 0", "division by zero"),
-    ("10.0 ** 400", "too large for a float"),
-    ("(-8) ** 0.5", "not a real number"),
-    ("1 +", "cannot parse"),
-    ("1" * 600, "longer than 500"),
-])
+@pytest.mark.parametrize(
+    ("expr", "problem"),
+    [
+        ("__import__('os').system('true')", "unsupported syntax Call"),
+        ("a + 1", "unsupported syntax Name"),
+        ("(1).real", "unsupported syntax Attribute"),
+        ("[1, 2]", "unsupported syntax List"),
+        ("1 if 1 else 2", "unsupported syntax IfExp"),
+        ("True + 1", "unsupported syntax Constant"),
+        ("1j * 2", "unsupported syntax Constant"),
+        ("'a' * 3", "unsupported syntax Constant"),
+        ("2 ** 100000", "exponent 100000 is too large"),
+        ("(2 ** 1000) ** 1000", "result too large"),
+        ("1 / 0", "division by zero"),
+        ("5 % 0", "division by zero"),
+        ("10.0 ** 400", "too large for a float"),
+        ("(-8) ** 0.5", "not a real number"),
+        ("1 +", "cannot parse"),
+        ("1" * 600, "longer than 500"),
+    ],
+)
 def test_calculator_refuses_everything_else(expr, problem):
     with pytest.raises(ToolExecutionError, match=problem.replace("(", r"\(").replace("*", r"\*")):
         evaluate(expr)
 
 
 def test_calculator_tool_returns_text():
-    assert builtin_registry("calculator").run("call_0", "calculator", {"expression": "17*23"}).content == "391"
+    assert (
+        builtin_registry("calculator").run("call_0", "calculator", {"expression": "17*23"}).content == "391"
+    )
 
 
 def test_clock_in_time_zones():
@@ -81,10 +96,19 @@ def test_read_file_inside_root(tree):
     assert read({"path": "."}).splitlines() == ["a.txt", "alias.txt", "leak.txt", "sub/", "up/"]
 
 
-@pytest.mark.parametrize("path", [
-    "../secret.txt", "sub/../../secret.txt", "sub/../a.txt", "/etc/passwd", "leak.txt", "up/secret.txt", "",
-    "..\\secret.txt",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../secret.txt",
+        "sub/../../secret.txt",
+        "sub/../a.txt",
+        "/etc/passwd",
+        "leak.txt",
+        "up/secret.txt",
+        "",
+        "..\\secret.txt",
+    ],
+)
 def test_read_file_refuses_escapes(tree, path):
     with pytest.raises(ToolExecutionError, match="refused"):
         make_file_lookup(tree)({"path": path})

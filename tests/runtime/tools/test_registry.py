@@ -12,8 +12,14 @@ from bonsai.tools.schema import parse_docstring
 from bonsai.tools.validate import errors
 
 
-def weather(city: str, days: int, unit: Literal["c", "f"] = "c", hourly: bool = False,
-            tags: list[str] | None = None, scale: Optional[float] = None) -> str:  # noqa: UP045
+def weather(
+    city: str,
+    days: int,
+    unit: Literal["c", "f"] = "c",
+    hourly: bool = False,
+    tags: list[str] | None = None,
+    scale: Optional[float] = None,  # noqa: UP045 - Optional[T] must work too
+) -> str:
     """Forecast the weather.
 
     Args:
@@ -51,10 +57,13 @@ def test_rest_docstring_params():
     assert summary == "Add numbers." and params == {"a": "first", "b": "second"}
 
 
-@pytest.mark.parametrize("bad", [
-    lambda x: x,                      # no annotation
-    lambda *a: a,                     # *args
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda x: x,  # no annotation
+        lambda *a: a,  # *args
+    ],
+)
 def test_unsupported_functions_are_definition_errors(bad):
     with pytest.raises(ToolDefinitionError):
         tool(bad, name="bad")
@@ -63,13 +72,22 @@ def test_unsupported_functions_are_definition_errors(bad):
 def test_unsupported_type_names_tool_and_parameter():
     def f(x: dict) -> None:
         """F."""
+
     with pytest.raises(ToolDefinitionError, match=r"tool 'f', parameter 'x'"):
         tool(f)
 
 
 def test_raw_schema_tool_and_unsupported_keyword():
-    t = Tool("sum", "Sum.", {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "number"}}},
-                             "required": ["xs"]}, lambda xs: sum(xs))
+    t = Tool(
+        "sum",
+        "Sum.",
+        {
+            "type": "object",
+            "properties": {"xs": {"type": "array", "items": {"type": "number"}}},
+            "required": ["xs"],
+        },
+        lambda xs: sum(xs),
+    )
     assert t({"xs": [1, 2.5]}) == 3.5
     with pytest.raises(ToolDefinitionError, match="minimum"):
         Tool("x", "", {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}})
@@ -78,18 +96,21 @@ def test_raw_schema_tool_and_unsupported_keyword():
     assert issubclass(ToolDefinitionError, BonsaiError)
 
 
-@pytest.mark.parametrize(("value", "problem"), [
-    ({"city": "P", "days": 2}, None),
-    ({"city": "P"}, "missing required property 'days'"),
-    ({"city": "P", "days": "2"}, "$.days: expected integer, got string"),
-    ({"city": "P", "days": True}, "$.days: expected integer, got boolean"),
-    ({"city": "P", "days": 2.0}, "$.days: expected integer, got number"),
-    ({"city": "P", "days": 2, "unit": "k"}, "$.unit: must be one of"),
-    ({"city": "P", "days": 2, "zzz": 1}, "unexpected property 'zzz'"),
-    ({"city": "P", "days": 2, "tags": ["a", 3]}, "$.tags: matches none"),
-    ({"city": "P", "days": 2, "tags": None, "scale": 3}, None),
-    ([1], "$: expected object, got array"),
-])
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"city": "P", "days": 2}, None),
+        ({"city": "P"}, "missing required property 'days'"),
+        ({"city": "P", "days": "2"}, "$.days: expected integer, got string"),
+        ({"city": "P", "days": True}, "$.days: expected integer, got boolean"),
+        ({"city": "P", "days": 2.0}, "$.days: expected integer, got number"),
+        ({"city": "P", "days": 2, "unit": "k"}, "$.unit: must be one of"),
+        ({"city": "P", "days": 2, "zzz": 1}, "unexpected property 'zzz'"),
+        ({"city": "P", "days": 2, "tags": ["a", 3]}, "$.tags: matches none"),
+        ({"city": "P", "days": 2, "tags": None, "scale": 3}, None),
+        ([1], "$: expected object, got array"),
+    ],
+)
 def test_validation_names_the_failing_path(value, problem):
     found = errors(value, tool(weather).parameters)
     if problem is None:
@@ -116,5 +137,6 @@ def test_tool_exceptions_become_error_results():
     def boom(x: int) -> int:
         """Boom."""
         raise RuntimeError("kaput")
+
     result = ToolRegistry([boom]).run("call_0", "boom", {"x": 1})
     assert not result.ok and "RuntimeError: kaput" in result.content
