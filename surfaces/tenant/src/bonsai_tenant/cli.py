@@ -1,0 +1,67 @@
+"""The `bonsai-tenant` command: serve the OpenAI-compatible API, or hash a key for the tenants file."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import sys
+
+from . import __version__
+from .errors import TenantError
+
+
+def _factory(spec: str):
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise TenantError(f"--backend-factory {spec!r}: expected MODULE:FUNCTION")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise TenantError(f"--backend-factory {spec!r}: cannot load it ({exc})") from exc
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .server import create_app, default_backend_factory
+    from .tenants import load_config
+
+    config = load_config(args.config)
+    factory = _factory(args.backend_factory) if args.backend_factory else default_backend_factory
+    uvicorn.run(create_app(config, factory), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def _hash_key(args: argparse.Namespace) -> int:
+    key = sys.stdin.readline().strip()
+    if not key:
+        raise TenantError("hash-key: type the API key on standard input")
+    print(hashlib.sha256(key.encode()).hexdigest())
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bonsai-tenant", description="Bonsai for tenant products. "
+                                "Exit codes: 0 ok, 2 bad input or configuration.")
+    p.add_argument("--version", action="version", version=f"bonsai-tenant {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve /v1/chat/completions (OpenAI-compatible)")
+    serve.add_argument("--config", required=True, help="TOML file with [tenants.NAME] and [models.ID]")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--backend-factory", help="MODULE:FUNCTION returning a Backend for a ModelSpec")
+    serve.set_defaults(run=_serve)
+    hash_key = sub.add_parser("hash-key", help="print the sha256 of a key read from stdin (api-key-sha256)")
+    hash_key.set_defaults(run=_hash_key)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except TenantError as exc:
+        print(f"bonsai-tenant: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,78 @@
+"""Turn backend events into OpenAI chat completion objects and `chat.completion.chunk` SSE events."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from .events import Event, Finish, TextDelta, ToolCall
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One server-sent event: `data: <json>` and a blank line."""
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+class Completion:
+    """Accumulates one turn's events; renders the streaming chunks and the final completion."""
+
+    def __init__(self, model: str) -> None:
+        self.id = f"chatcmpl-{secrets.token_hex(12)}"
+        self.created = int(time.time())
+        self.model = model
+        self.text: list[str] = []
+        self.tool_calls: list[ToolCall] = []
+        self.finish = Finish("stop")
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+
+    def first_chunk(self) -> dict[str, Any]:
+        """The opening chunk that carries the role."""
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def add(self, event: Event) -> dict[str, Any] | None:
+        """Record an event; the streaming chunk for it (None for Finish, see `last_chunk`)."""
+        if isinstance(event, TextDelta):
+            self.text.append(event.text)
+            return self._chunk({"content": event.text})
+        if isinstance(event, ToolCall):
+            self.tool_calls.append(event)
+            call = {"index": len(self.tool_calls) - 1, **event.to_openai()}
+            return self._chunk({"tool_calls": [call]})
+        self.finish = event
+        return None
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else self.finish.reason
+
+    def last_chunk(self) -> dict[str, Any]:
+        """The closing chunk with the finish reason and an empty delta."""
+        return self._chunk({}, self.finish_reason)
+
+    def usage(self) -> dict[str, int]:
+        p, c = self.finish.prompt_tokens, self.finish.completion_tokens
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    def usage_chunk(self) -> dict[str, Any]:
+        """The extra chunk sent when `stream_options.include_usage` is set: no choices, just usage."""
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model, "choices": [], "usage": self.usage()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole `chat.completion` object."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if self.tool_calls:
+            message["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        else:
+            message["content"] = "".join(self.text)
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": self.finish_reason}],
+                "usage": self.usage()}

@@ -1,0 +1,149 @@
+"""Who may call the server: tenants, their API keys (hashed), and the models each may use."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ApiError, ConfigError
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def key_digest(key: str) -> str:
+    """The sha256 hex digest stored in place of an API key."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One customer: its name and the sha256 of its API key."""
+
+    name: str
+    key_sha256: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model id clients may send: its GGUF path (None: the default model) and who may use it."""
+
+    id: str
+    path: str | None = None
+    # Tenants allowed to use this model; None means every tenant.
+    tenants: frozenset[str] | None = None
+
+    def allows(self, tenant: Tenant) -> bool:
+        return self.tenants is None or tenant.name in self.tenants
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the server needs to decide who may do what."""
+
+    tenants: tuple[Tenant, ...]
+    models: Mapping[str, ModelSpec]
+
+    @classmethod
+    def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None) -> ServerConfig:
+        """Build from {tenant name: plain API key} (tests and embedding); default model for all."""
+        tenants = tuple(Tenant(name, key_digest(key)) for name, key in sorted(keys.items()))
+        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")})
+
+    def authenticate(self, authorization: str | None) -> Tenant:
+        """The tenant whose key is in `Authorization: Bearer <key>`, else a 401."""
+        scheme, _, key = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise ApiError(401, "missing API key: send 'Authorization: Bearer <your tenant key>'",
+                           code="invalid_api_key")
+        digest = key_digest(key.strip())
+        found = None
+        for tenant in self.tenants:  # compare against every tenant, in constant time each
+            if hmac.compare_digest(tenant.key_sha256, digest):
+                found = tenant
+        if found is None:
+            raise ApiError(401, "invalid API key", code="invalid_api_key")
+        return found
+
+    def model_for(self, tenant: Tenant, model_id: str) -> ModelSpec:
+        """The model if this tenant may use it: 404 when unknown, 403 when it belongs to others."""
+        spec = self.models.get(model_id)
+        if spec is None:
+            raise ApiError(404, f"model {model_id!r} does not exist; see GET /v1/models",
+                           param="model", code="model_not_found")
+        if not spec.allows(tenant):
+            raise ApiError(403, f"model {model_id!r} belongs to another tenant", type="permission_error",
+                           param="model", code="forbidden")
+        return spec
+
+
+def _string_list(value: Any, where: str) -> frozenset[str]:
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise ConfigError(f"{where}: must be a list of tenant names")
+    return frozenset(value)
+
+
+def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
+    where = f"{path}: tenants.{name}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(table) - {"api-key-env", "api-key-sha256"})
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use api-key-env or api-key-sha256)")
+    if "api-key-sha256" in table:
+        digest = table["api-key-sha256"]
+        if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
+            raise ConfigError(f"{where}.api-key-sha256: must be 64 lowercase hex digits (sha256 of the key)")
+        return Tenant(name, digest)
+    variable = table.get("api-key-env")
+    if not isinstance(variable, str):
+        raise ConfigError(f"{where}: needs api-key-env (an environment variable name) or api-key-sha256")
+    key = environ.get(variable, "")
+    if not key:
+        raise ConfigError(f"{where}.api-key-env: environment variable {variable} is not set or empty")
+    return Tenant(name, key_digest(key))
+
+
+def _model(path: Path, model_id: str, table: Any, tenant_names: set[str]) -> ModelSpec:
+    where = f"{path}: models.{model_id}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(table) - {"path", "tenants"})
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use path or tenants)")
+    model_path = table.get("path")
+    if model_path is not None and not isinstance(model_path, str):
+        raise ConfigError(f"{where}.path: must be a string (a GGUF file)")
+    tenants = _string_list(table["tenants"], f"{where}.tenants") if "tenants" in table else None
+    for name in sorted((tenants or frozenset()) - tenant_names):
+        raise ConfigError(f"{where}.tenants: {name!r} is not a tenant in this file")
+    return ModelSpec(model_id, model_path, tenants)
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
+    """Read a TOML file with `[tenants.NAME]` and `[models.ID]` tables; errors name the key."""
+    path = Path(path)
+    environ = os.environ if environ is None else environ
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the tenants file ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    unknown = sorted(set(data) - {"tenants", "models"})
+    if unknown:
+        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME] and [models.ID])")
+    tenants_table = data.get("tenants") or {}
+    if not tenants_table:
+        raise ConfigError(f"{path}: tenants: define at least one [tenants.NAME] table")
+    tenants = tuple(_tenant(path, n, t, environ) for n, t in sorted(tenants_table.items()))
+    models_table = data.get("models") or {"smollm2": {}}
+    names = {t.name for t in tenants}
+    models = {m: _model(path, m, t, names) for m, t in sorted(models_table.items())}
+    return ServerConfig(tenants, models)
