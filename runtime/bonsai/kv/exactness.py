@@ -1,0 +1,117 @@
+"""The exactness matrix: windowed == whole-cache bit for bit, and an fp64 bound on accuracy.
+
+Shared by the tests and `bonsai verify attention`. One case = one shape, mode and query block;
+every window size of the case is recorded into one batch and read back once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import quant4
+from .attention import NO_MUTATIONS, Attention, Mutations, Window, reference, split
+from .params import ParamCache
+from .rotate import hadamard
+
+GQA_SHAPES = ((4, 4), (8, 4), (9, 3), (16, 2))
+REL_TOL = {"f32": 1e-5, "q4": 1e-5, "q4r": 1e-5}  # against fp64 over the values the kernel reads
+
+
+@dataclass(frozen=True)
+class Case:
+    """One shape and query block: n_q tokens at pos_base = kv_len - n_q (decode when n_q == 1)."""
+
+    n_heads: int
+    n_kv: int
+    head_dim: int
+    mode: str
+    kv_len: int
+    n_q: int = 1
+
+    @property
+    def pos_base(self) -> int:
+        return self.kv_len - self.n_q
+
+    def __str__(self) -> str:
+        kind = "decode" if self.n_q == 1 else f"prefill{self.n_q}"
+        return f"{self.mode} heads {self.n_heads}/{self.n_kv} hd {self.head_dim} kv {self.kv_len} {kind}"
+
+
+@dataclass
+class CaseResult:
+    """What one case showed: window sizes whose bits differ from whole-cache, and the fp64 error."""
+
+    case: Case
+    mismatched: list[int] = field(default_factory=list)
+    rel_err: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatched and self.rel_err <= REL_TOL[self.case.mode]
+
+    def describe(self) -> str:
+        bits = "bits equal" if not self.mismatched else f"bits differ at window sizes {self.mismatched[:8]}"
+        return f"{self.case}: {bits}, fp64 rel err {self.rel_err:.2e}"
+
+
+def case_data(case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gaussian q [n_q, n_heads, hd], k, v [kv_len, n_kv, hd] (f32) with per-position scale spread."""
+    rng = np.random.default_rng([seed, case.n_heads, case.n_kv, case.head_dim, case.kv_len, case.n_q])
+    q = rng.standard_normal((case.n_q, case.n_heads, case.head_dim)).astype(np.float32) * 2
+    k = rng.standard_normal((case.kv_len, case.n_kv, case.head_dim)).astype(np.float32)
+    k *= rng.uniform(0.5, 3.0, (case.kv_len, 1, 1)).astype(np.float32)
+    v = rng.standard_normal((case.kv_len, case.n_kv, case.head_dim)).astype(np.float32)
+    return q, k, v
+
+
+def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """K/V rows in the cache format, exactly as the store kernel writes them."""
+    fmt = "f32" if mode == "f32" else "q4"
+    return quant4.encode(hadamard(k) if mode == "q4r" else k, fmt), quant4.encode(v, fmt)
+
+
+def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations = NO_MUTATIONS,
+             params: ParamCache | None = None, seed: int = 0) -> CaseResult:
+    """Record the case once per window size (plus the whole cache), read back once, compare."""
+    q, k, v = case_data(case, seed)
+    ks, vs = stored(k, v, case.mode)
+    att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params)
+    k_buf, v_buf, q_buf = gpu.upload(ks), gpu.upload(vs), gpu.upload(q)
+    sizes = [case.kv_len] + [w for w in window_sizes if w != case.kv_len]
+    out_bytes = q.nbytes
+    outs = gpu.buffer(out_bytes * len(sizes))
+    runs = []
+    for w in sizes:
+        windows = [Window(k_buf, v_buf, s, e) for s, e in split(case.kv_len, w, mutations)]
+        for i, win in enumerate(windows):
+            att.window_params(win, i == 0)
+        runs.append((windows, gpu.buffer(att.state_bytes(case.n_q)), gpu.buffer(out_bytes)))
+    att.call_params(case.pos_base, case.n_q)
+    for i, (windows, state, out) in enumerate(runs):
+        att.record(q_buf, out, state, case.pos_base, case.n_q, windows)
+        gpu.copy(out, 0, outs, i * out_bytes, out_bytes)
+    got = np.frombuffer(gpu.read(outs), np.float32).reshape(len(sizes), *q.shape)
+    whole = got[0].view(np.uint32)
+    mismatched = [w for w, o in zip(sizes[1:], got[1:], strict=True) if not np.array_equal(o.view(np.uint32), whole)]
+    fmt = "f32" if case.mode == "f32" else "q4"
+    qr = hadamard(q) if case.mode == "q4r" else q
+    ref = reference(qr, quant4.decode(ks, fmt), quant4.decode(vs, fmt), case.pos_base)
+    rel = float(np.max(np.abs(got[0] - ref)) / np.max(np.abs(ref)))
+    return CaseResult(case, mismatched, rel)
+
+
+def matrix(kv_len: int, modes: tuple[str, ...] = ("f32", "q4", "q4r"), head_dims: tuple[int, ...] = (64, 128),
+           prefill: int = 16) -> list[Case]:
+    """Every GQA shape x head_dim x mode, as decode at kv_len - 1 and as a causal prefill block."""
+    return [Case(nh, nk, hd, mode, kv_len, n_q)
+            for mode in modes for hd in head_dims for nh, nk in GQA_SHAPES for n_q in (1, prefill)]
+
+
+def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = None,
+               mutations: Mutations = NO_MUTATIONS) -> list[CaseResult]:
+    """Run every case (window sizes 1..kv_len unless given)."""
+    params = ParamCache(gpu, limit=1 << 16)
+    return [run_case(gpu, c, window_sizes or list(range(1, c.kv_len + 1)), mutations, params) for c in cases]

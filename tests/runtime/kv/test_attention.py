@@ -1,0 +1,59 @@
+"""Windowed online-softmax attention: bit-identical to whole-cache, fp64-accurate, and the checks bite."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bonsai.kv.attention import Mutations, split
+from bonsai.kv.exactness import REL_TOL, Case, matrix, run_matrix
+
+MUTATIONS = [f.name for f in dataclasses.fields(Mutations)]
+
+
+@pytest.mark.parametrize("mode", ["f32", "q4", "q4r"])
+def test_every_window_size_gives_the_whole_cache_bits(gpu, mode):
+    # 4 GQA shapes x head_dim 64/128 x (decode at kv_len-1, 16-token causal prefill), windows 1..64
+    results = run_matrix(gpu, matrix(64, modes=(mode,)))
+    assert len(results) == 16
+    bad = [r.describe() for r in results if not r.ok]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.slow
+def test_every_window_size_gives_the_whole_cache_bits_long(gpu):
+    results = run_matrix(gpu, matrix(257, prefill=33))
+    bad = [r.describe() for r in results if not r.ok]
+    assert not bad, "\n".join(bad)
+
+
+def mutation_suite(gpu, mutations):
+    """A cut of the matrix that the mutation tests (and `bonsai verify attention`) run."""
+    cases = [Case(8, 4, 64, mode, 64, n_q) for mode in ("f32", "q4") for n_q in (1, 16)]
+    return run_matrix(gpu, cases, [1, 5, 64], mutations)
+
+
+def test_mutation_suite_passes_without_mutations(gpu):
+    assert all(r.ok for r in mutation_suite(gpu, Mutations()))
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_every_injected_bug_is_caught(gpu, name):
+    results = mutation_suite(gpu, Mutations(**{name: True}))
+    assert any(not r.ok for r in results), f"mutation {name} went unnoticed"
+
+
+def test_normalising_early_is_caught_by_bits_although_a_tolerance_would_pass_it(gpu):
+    results = mutation_suite(gpu, Mutations(normalise_each_window=True))
+    assert all(r.rel_err <= REL_TOL[r.case.mode] for r in results)
+    assert all(r.mismatched for r in results)
+
+
+def test_split_covers_every_position_once():
+    for n in (1, 7, 64):
+        for w in range(1, n + 2):
+            covered = [p for s, e in split(n, w) for p in range(s, e)]
+            assert covered == list(range(n))
+    assert split(10, 4, Mutations(drop_boundary=True)) == [(0, 4), (5, 8), (9, 10)]
+    assert split(10, 4, Mutations(overlap=True)) == [(0, 4), (3, 8), (7, 10)]
