@@ -43,9 +43,10 @@ def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str 
     return QMatrix(buf, q, rows, cols, name)
 
 
-def params(n: int, k: int, t: int, row_bytes: int, x_stride: int, y_stride: int, y_offset: int = 0) -> bytes:
-    """The kernel's param block (u32 x 8)."""
-    return struct.pack("<8I", n, k, t, row_bytes, x_stride, y_stride, y_offset, 0)
+def params(n: int, k: int, t: int, row_bytes: int, x_stride: int, y_stride: int, y_offset: int = 0,
+           x_offset: int = 0) -> bytes:
+    """The kernel's param block (u32 x 8); strides and offsets count floats."""
+    return struct.pack("<8I", n, k, t, row_bytes, x_stride, y_stride, y_offset, x_offset)
 
 
 def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main") -> Any:

@@ -13,7 +13,7 @@ const TT: u32 = {{TT}}u;         // tokens per workgroup
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
-//               y_stride (floats), y_offset (floats)
+//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4)
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // (n, row_bytes) raw blocks
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride); embed: token ids
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
@@ -93,7 +93,7 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
-    let xs = p[4] / 4u; let ys = p[5]; let yo = p[6];
+    let xs = p[4] / 4u; let ys = p[5]; let yo = p[6]; let xo = p[7] / 4u;
     let lane = li % LANES;
     let r = wid.x * ROWS + li / LANES;
     let t0 = wid.y * TT;
@@ -104,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let wv = chunk(rb, c);
             for (var t = 0u; t < TT; t++) {
                 if (t0 + t < nt) {
-                    let xb = (t0 + t) * xs + c * 8u;
+                    let xb = (t0 + t) * xs + xo + c * 8u;
                     var s = dot(wv[0], x[xb]) + dot(wv[1], x[xb + 1u]);
                     s += dot(wv[2], x[xb + 2u]) + dot(wv[3], x[xb + 3u]);
                     s += dot(wv[4], x[xb + 4u]) + dot(wv[5], x[xb + 5u]);
