@@ -1,0 +1,60 @@
+"""The page's Python entry: run the checks its parameters name on the browser's GPU, report JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from typing import Any
+
+from bonsai.errors import BonsaiError
+
+
+def describe(exc: BaseException) -> dict:
+    """An error as the page shows it: its class name, message and, for GGUF errors, file and field."""
+    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    for attr in ("path", "field"):
+        if isinstance(getattr(exc, attr, None), str):
+            out[attr] = getattr(exc, attr)
+    if not isinstance(exc, BonsaiError):
+        out["traceback"] = traceback.format_exc()
+    return out
+
+
+def _check(name: str, results: dict, fn: Any, *args: Any, **kwargs: Any) -> None:
+    started = time.perf_counter()
+    try:
+        outcome = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a visible, named error
+        outcome = {"ok": False, "error": describe(exc)}
+    outcome["seconds"] = round(time.perf_counter() - started, 3)
+    results[name] = outcome
+
+
+def run(params: Any) -> str:
+    """Run the checks in `params` (a dict from page.js); the JSON result the page shows and tests read.
+
+    params: checks (list of "attention"), mutate (attention mutation switch), model_path + model_name
+    (a model written into the file system by the page).
+    """
+    params = dict(params)
+    result: dict[str, Any] = {"ok": False, "checks": {}, "error": None}
+    try:
+        from bonsai.gpu.browser import BrowserGpu
+
+        gpu = BrowserGpu.create() if params.get("checks") else None
+        result["adapter"] = gpu.description if gpu is not None else None
+        if "attention" in params.get("checks", []):
+            from . import attention_check
+
+            _check("attention", result["checks"], attention_check.run, gpu, mutate=params.get("mutate", ""))
+        if params.get("model_path"):
+            from . import model_check
+
+            _check("model", result["checks"], model_check.run, params["model_path"], params.get("model_name"))
+    except Exception as exc:  # noqa: BLE001 - reported in the page, never a silent hang
+        result["error"] = describe(exc)
+    result["ok"] = result["error"] is None and bool(result["checks"]) and all(
+        c.get("ok") for c in result["checks"].values()
+    )
+    return json.dumps(result)

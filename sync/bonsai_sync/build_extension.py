@@ -1,0 +1,92 @@
+"""Build dist/bonsai-extension.zip: manifest, page, Pyodide core, the synced closure and the page's Python.
+
+Layout inside the zip (what Chromium loads as the unpacked/packed extension):
+
+    manifest.json background.js page.html page.js page.css   hand-written, from surfaces/extension/
+    pyodide/      the Pyodide core from npm's `pyodide` package (fetch_pyodide.sh puts it in .cache/)
+    python/       one sys.path root: the synced closure (surfaces/extension/vendor/) plus the
+                  extension's own package (surfaces/extension/app/bonsai_extension/)
+    python/files.json   every file under python/, sorted; page.js copies them into Pyodide's FS
+
+The zip is reproducible: entries sorted, fixed timestamps and permissions, so the same inputs give
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+from .errors import UsageError
+
+ZIP_NAME = "bonsai-extension.zip"
+PAGE_FILES = ("manifest.json", "background.js", "page.html", "page.js", "page.css")
+# What loadPyodide fetches at start; the rest of the npm package (types, maps, consoles) stays out.
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+PYTHON_SUFFIXES = (".py", ".wgsl", ".json", ".txt")
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+_SKIP_DIRS = {"__pycache__"}
+
+
+def surface_dir(repo_root: Path) -> Path:
+    return Path(repo_root) / "surfaces" / "extension"
+
+
+def default_pyodide_dir(repo_root: Path) -> Path:
+    """$BONSAI_PYODIDE_DIR, else the npm cache fetch_pyodide.sh fills."""
+    env = os.environ.get("BONSAI_PYODIDE_DIR")
+    return Path(env) if env else surface_dir(repo_root) / ".cache" / "node_modules" / "pyodide"
+
+
+def collect(repo_root: Path, *, pyodide_dir: Path | None = None, closure_dir: Path | None = None) -> dict[str, Path]:
+    """Every archive name -> source file, checked to exist; raises UsageError naming what is missing."""
+    surface = surface_dir(repo_root)
+    pyodide_dir = Path(pyodide_dir) if pyodide_dir is not None else default_pyodide_dir(repo_root)
+    closure_dir = Path(closure_dir) if closure_dir is not None else surface / "vendor"
+    entries: dict[str, Path] = {name: surface / name for name in PAGE_FILES}
+    entries.update({f"pyodide/{name}": pyodide_dir / name for name in PYODIDE_FILES})
+    missing = sorted(str(path) for path in entries.values() if not path.is_file())
+    if any(not (pyodide_dir / name).is_file() for name in PYODIDE_FILES):
+        missing.append(f"(Pyodide core missing: run `bash {surface / 'fetch_pyodide.sh'}`)")
+    if not (closure_dir / "bonsai").is_dir():
+        missing.append(f"{closure_dir / 'bonsai'} (the synced runtime: run `bonsai-sync sync` first)")
+    if missing:
+        raise UsageError("cannot build the extension, missing: " + "; ".join(missing))
+    python = _python_files(closure_dir)
+    python.update(_python_files(surface / "app"))
+    entries.update({f"python/{rel}": src for rel, src in python.items()})
+    return entries
+
+
+def _python_files(root: Path) -> dict[str, Path]:
+    """Files under `root` the page loads into Pyodide (sources and kernels), keyed by relative path."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and path.suffix in PYTHON_SUFFIXES and not _SKIP_DIRS.intersection(rel.parts):
+            out[rel.as_posix()] = path
+    return out
+
+
+def build_extension(repo_root: Path, dist_dir: Path, *, pyodide_dir: Path | None = None,
+                    closure_dir: Path | None = None) -> Path:
+    """Write `dist_dir/bonsai-extension.zip` reproducibly and return its path."""
+    entries = collect(Path(repo_root), pyodide_dir=pyodide_dir, closure_dir=closure_dir)
+    listing = sorted(name.removeprefix("python/") for name in entries if name.startswith("python/"))
+    dist_dir = Path(dist_dir)
+    dist_dir.mkdir(parents=True, exist_ok=True)
+    target = dist_dir / ZIP_NAME
+    tmp = target.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for name in sorted([*entries, "python/files.json"]):
+            data = (json.dumps(listing, indent=1) + "\n").encode() if name == "python/files.json" \
+                else entries[name].read_bytes()
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            info.create_system = 3  # unix, whatever the building OS
+            zf.writestr(info, data)
+    tmp.replace(target)
+    return target

@@ -1,0 +1,158 @@
+"""A small Chrome DevTools Protocol client: headless Chromium with one unpacked extension, one page.
+
+Everything has a deadline: a page that never sets `window.__result` fails with its status line, its
+console and its exceptions in the message instead of hanging the test run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import connect
+
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--enable-unsafe-webgpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--remote-debugging-port=0",
+)
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def extension_id(manifest: Path) -> str:
+    """The ID Chromium gives an extension whose manifest carries `key` (sha256 of the key, a-p)."""
+    key = base64.b64decode(json.loads(manifest.read_text())["key"])
+    return "".join(chr(ord("a") + int(c, 16)) for c in hashlib.sha256(key).hexdigest()[:32])
+
+
+class PageTimeout(AssertionError):
+    """The page did not report a result in time; the message holds what it showed and logged."""
+
+
+class Chromium:
+    """One headless Chromium process with `extension_dir` loaded; `close()` ends it."""
+
+    def __init__(self, binary: str, extension_dir: Path, profile_dir: Path, start_timeout: float = 60) -> None:
+        self.extension_dir = extension_dir
+        self.id = extension_id(extension_dir / "manifest.json")
+        self.log_path = profile_dir.parent / "chromium.log"
+        args = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}",
+                f"--load-extension={extension_dir}", f"--disable-extensions-except={extension_dir}", "about:blank"]
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
+        self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        port_file = profile_dir / "DevToolsActivePort"
+        deadline = time.monotonic() + start_timeout
+        while not port_file.is_file() or not port_file.read_text().strip():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"Chromium did not start; its log:\n{self.log_path.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.1)
+        self.port = int(port_file.read_text().split()[0])
+
+    def open(self, path: str, timeout: float = 60) -> dict:
+        """Open chrome-extension://ID/`path`, wait for `window.__result`, close the tab, return it."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            target = json.load(response)
+        try:
+            with Page(target["webSocketDebuggerUrl"]) as page:
+                page.navigate(f"chrome-extension://{self.id}/{path}")
+                return page.wait_for_result(timeout)
+        finally:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target['id']}", timeout=10).close()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._log.close()
+
+
+class Page:
+    """One tab over its DevTools websocket: navigate, evaluate, and the console it logged."""
+
+    def __init__(self, ws_url: str) -> None:
+        self._connection = connect(ws_url, max_size=None, open_timeout=10)
+        self.console: list[str] = []
+        self._next = 0
+
+    def __enter__(self) -> Page:
+        self.ws = self._connection.__enter__()
+        self.call("Runtime.enable")
+        self.call("Log.enable")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._connection.__exit__(*exc)
+
+    def call(self, method: str, params: dict | None = None, timeout: float = 30) -> dict:
+        self._next += 1
+        my_id = self._next
+        self.ws.send(json.dumps({"id": my_id, "method": method, "params": params or {}}))
+        deadline = time.monotonic() + timeout
+        while True:
+            message = json.loads(self.ws.recv(timeout=max(0.01, deadline - time.monotonic())))
+            if message.get("id") == my_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            self._event(message)
+
+    def _event(self, message: dict) -> None:
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Runtime.consoleAPICalled":
+            text = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            self.console.append(f"console.{params.get('type')}: {text}")
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            text = details.get("exception", {}).get("description") or details.get("text")
+            self.console.append(f"exception: {text}")
+        elif method == "Log.entryAdded":
+            entry = params.get("entry", {})
+            self.console.append(f"log.{entry.get('level')}: {entry.get('text')} {entry.get('url', '')}".rstrip())
+
+    def navigate(self, url: str) -> None:
+        self.call("Page.navigate", {"url": url})
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return result.get("result", {}).get("value")
+
+    def wait_for_result(self, timeout: float) -> dict:
+        """Poll `window.__result` until it is set; on timeout raise PageTimeout with what the page showed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = self.evaluate("window.__result === undefined ? null : JSON.stringify(window.__result)")
+            if value:
+                result = json.loads(value)
+                result["page_text"] = self.evaluate("document.body.innerText")
+                result["console"] = self.console
+                return result
+            time.sleep(0.25)
+        status = self.evaluate("document.body && document.body.innerText")
+        console = "\n".join(self.console[-40:])
+        raise PageTimeout(f"no window.__result after {timeout:.0f} s; page text:\n{status}\nconsole:\n{console}")

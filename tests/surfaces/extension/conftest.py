@@ -1,0 +1,91 @@
+"""Fixtures: the extension bundle built and unpacked, one headless Chromium with it, a model server."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .cdp import Chromium, find_chromium
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _missing(why: str) -> None:
+    if _in_ci():
+        pytest.fail(f"CI=true but {why}")
+    pytest.skip(why)
+
+
+def _closure_dir(tmp: Path) -> Path:
+    """The synced closure the bundle ships: surfaces/extension/vendor when bonsai-sync has written it."""
+    vendor = REPO / "surfaces" / "extension" / "vendor"
+    if (vendor / "bonsai").is_dir():
+        return vendor
+    # Until bonsai-sync writes vendor/, ship the runtime's sources; the page imports only what it uses.
+    dest = tmp / "closure"
+    shutil.copytree(REPO / "runtime" / "bonsai", dest / "bonsai",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def extension_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bonsai_sync.build_extension import build_extension, default_pyodide_dir
+
+    if not (default_pyodide_dir(REPO) / "pyodide.asm.wasm").is_file():
+        _missing("Pyodide is not fetched: run `bash surfaces/extension/fetch_pyodide.sh`")
+    tmp = tmp_path_factory.mktemp("extension-build")
+    return build_extension(REPO, tmp / "dist", closure_dir=_closure_dir(tmp))
+
+
+@pytest.fixture(scope="session")
+def extension_dir(extension_zip: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle unpacked exactly as a user would load it (chrome://extensions, Load unpacked)."""
+    out = tmp_path_factory.mktemp("extension")
+    with zipfile.ZipFile(extension_zip) as zf:
+        zf.extractall(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def browser(extension_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    binary = os.environ.get("BONSAI_CHROMIUM") or find_chromium()
+    if binary is None:
+        _missing("no Chromium found: apt-get install chromium (or set BONSAI_CHROMIUM)")
+    chromium = Chromium(binary, extension_dir, tmp_path_factory.mktemp("chromium") / "profile")
+    yield chromium
+    chromium.close()
+
+
+class _CorsHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files to the extension page (another origin), quietly."""
+
+    def end_headers(self) -> None:
+        self.send_header("Access-Control-Allow-Origin", "*")
+        super().end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def model_server(tmp_path_factory: pytest.TempPathFactory):
+    """(directory, base URL): files put in the directory are served on http://127.0.0.1:PORT/."""
+    root = tmp_path_factory.mktemp("models")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_CorsHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

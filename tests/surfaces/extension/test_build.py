@@ -1,0 +1,38 @@
+"""build_extension: a reproducible zip holding the page, Pyodide, the closure and the page's Python."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bonsai_sync.build_extension import build_extension
+from bonsai_sync.errors import UsageError
+
+from .conftest import REPO
+
+
+def test_the_zip_is_reproducible_and_sorted(extension_zip: Path, tmp_path: Path):
+    from .conftest import _closure_dir
+
+    again = build_extension(REPO, tmp_path / "dist", closure_dir=_closure_dir(tmp_path))
+    assert hashlib.sha256(again.read_bytes()).digest() == hashlib.sha256(extension_zip.read_bytes()).digest()
+    with zipfile.ZipFile(again) as zf:
+        names = zf.namelist()
+        assert names == sorted(names)
+        assert {info.date_time for info in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        listing = json.loads(zf.read("python/files.json"))
+    assert listing == sorted(n.removeprefix("python/") for n in names if n.startswith("python/") and
+                             n != "python/files.json")
+    for required in ("manifest.json", "page.html", "page.js", "pyodide/pyodide.asm.wasm",
+                     "python/bonsai/gpu/browser.py", "python/bonsai_extension/page.py"):
+        assert required in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".map")]
+
+
+def test_missing_pyodide_names_the_fetch_script(tmp_path: Path):
+    with pytest.raises(UsageError, match="fetch_pyodide.sh"):
+        build_extension(REPO, tmp_path / "dist", pyodide_dir=tmp_path / "nowhere", closure_dir=tmp_path)

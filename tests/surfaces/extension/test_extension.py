@@ -1,0 +1,78 @@
+"""The extension in a real headless Chromium: boots Pyodide, runs the runtime on WebGPU, reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+CSP = "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"
+
+
+def test_manifest_is_mv3_with_only_wasm_unsafe_eval_loosened(extension_dir: Path):
+    manifest = json.loads((extension_dir / "manifest.json").read_text())
+    assert manifest["manifest_version"] == 3
+    assert manifest["content_security_policy"] == {"extension_pages": CSP}
+    assert "permissions" not in manifest and "host_permissions" not in manifest
+
+
+def test_attention_windowed_equals_whole_in_the_browser(browser):
+    result = browser.open("page.html?checks=attention")
+    assert result["error"] is None, result
+    check = result["checks"]["attention"]
+    assert check["ok"] and check["mismatches"] == [] and check["splits_checked"] >= 3, result
+    assert "swiftshader" in result["adapter"].lower() or result["adapter"]
+    assert result["ok"] and "All checks passed" in result["page_text"]
+
+
+def test_attention_check_catches_a_dropped_position(browser):
+    result = browser.open("page.html?checks=attention&mutate=drop_window_start")
+    check = result["checks"]["attention"]
+    assert not check["ok"] and check["mismatches"], result
+    assert not result["ok"] and "A check failed" in result["page_text"]
+
+
+def _tiny_gguf(path: Path) -> None:
+    gguf = pytest.importorskip("gguf")
+    np = pytest.importorskip("numpy")
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.arange(64, dtype=np.float32).reshape(4, 16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_a_valid_model_file_is_read_in_the_page(browser, model_server):
+    root, base = model_server
+    _tiny_gguf(root / "tiny.gguf")
+    result = browser.open(f"page.html?checks=&model={base}/tiny.gguf")
+    model = result["checks"]["model"]
+    assert model["ok"] and model["architecture"] == "llama" and model["tensors"] == 1, result
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "error_type", "field"),
+    [
+        (lambda data: b"GGUX" + data[4:], "BadMagicError", "magic"),
+        (lambda data: data[: len(data) // 2], "TruncatedGGUFError", None),
+    ],
+    ids=["bad-magic", "truncated"],
+)
+def test_a_corrupted_model_file_shows_a_named_error(browser, model_server, corrupt, error_type, field):
+    root, base = model_server
+    _tiny_gguf(root / "good.gguf")
+    bad = root / f"{error_type}.gguf"
+    bad.write_bytes(corrupt((root / "good.gguf").read_bytes()))
+    result = browser.open(f"page.html?checks=&model={base}/{bad.name}")
+    error = result["checks"]["model"]["error"]
+    assert error["type"] == error_type and error["path"] == bad.name, result
+    if field is not None:
+        assert error["field"] == field, result
+    # visible in the page, named, with the file: not a hung tab and not only in the console
+    assert f'Check "model": {error_type}' in result["page_text"] and bad.name in result["page_text"]
+    assert not result["ok"]
