@@ -1,0 +1,90 @@
+"""The GPU engine against the numpy reference forward (tests/runtime/engine/reference.py).
+
+Engine kernels are checked here with a host-side stand-in cache (host_kv) and with bonsai.kv's
+KVCache; forced decoding must agree on argmax at >= 99% of positions and perplexity within 1%.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.engine import Engine, Sampling
+from bonsai.models import default_model_path
+
+from . import host_kv, reference
+from .text import TEXT
+
+N_CI = 48  # tokens of forced decoding in the default run (lavapipe); the slow test uses 300
+
+
+@pytest.fixture(scope="module")
+def engine(gpu):
+    return Engine.load(None, gpu=gpu, kv="f32", progress=False, cache_factory=host_kv.HostKV)
+
+
+def _logprobs(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _agreement(gpu_logits, ref_logits, ids):
+    agree = np.mean(np.argmax(gpu_logits[:-1], -1) == np.argmax(ref_logits[:-1], -1))
+    tgt = np.asarray(ids[1:])
+    nll = lambda lg: -_logprobs(np.asarray(lg[:-1], np.float64))[np.arange(len(tgt)), tgt].mean()  # noqa: E731
+    return agree, np.exp(nll(gpu_logits)), np.exp(nll(ref_logits))
+
+
+def _forced(engine, n):
+    ids = engine.tokenizer.encode(TEXT)[:n]
+    engine.reset()
+    return ids, engine.forward(ids)
+
+
+def test_forced_decoding_matches_reference(engine):
+    ids, logits = _forced(engine, N_CI)
+    agree, ppl, ppl_ref = _agreement(logits, reference.forward(default_model_path(), ids), ids)
+    assert agree >= 0.99 and abs(ppl / ppl_ref - 1) <= 0.01, (agree, ppl, ppl_ref)
+
+
+def test_decode_one_token_at_a_time_equals_batched_prefill(engine):
+    ids = engine.tokenizer.encode(TEXT)[:12]
+    engine.reset()
+    batched = engine.forward(ids)
+    engine.reset()
+    stepped = np.concatenate([engine.forward([i]) for i in ids])
+    # different matmul tilings (TT=8 vs TT=1) sum in the same order per row: equal up to f32 rounding
+    assert np.allclose(stepped, batched, rtol=0, atol=1e-3)
+    assert np.array_equal(np.argmax(stepped, -1), np.argmax(batched, -1))
+
+
+def test_greedy_capital_of_france_is_paris(engine):
+    engine.reset()
+    gen = engine.generate(engine.tokenizer.encode("The capital of France is"), max_tokens=2,
+                          decode=engine.tokenizer.decode)
+    assert gen.text.startswith(" Paris"), gen.text
+
+
+def test_stop_string_cuts_the_text_and_stops(engine):
+    engine.reset()
+    pieces = []
+    gen = engine.generate(engine.tokenizer.encode("The capital of France is"), max_tokens=8,
+                          decode=engine.tokenizer.decode, stop_strings=("aris",),
+                          on_token=lambda i, p: pieces.append(p))
+    assert gen.stop_reason == "stop_string" and gen.text == " P" and "".join(pieces) == " P"
+
+
+def test_seeded_sampling_is_repeatable(engine):
+    prompt = engine.tokenizer.encode("Once upon a time")
+    runs = []
+    for _ in range(2):
+        engine.reset()
+        runs.append(engine.generate(prompt, max_tokens=4, sampling=Sampling(temperature=1.0, top_k=40, seed=7)).tokens)
+    assert runs[0] == runs[1] and len(runs[0]) == 4
+
+
+@pytest.mark.slow
+def test_forced_decoding_300_tokens_matches_reference(engine):
+    ids, logits = _forced(engine, 300)
+    agree, ppl, ppl_ref = _agreement(logits, reference.forward(default_model_path(), ids), ids)
+    assert agree >= 0.99 and abs(ppl / ppl_ref - 1) <= 0.01, (agree, ppl, ppl_ref)
