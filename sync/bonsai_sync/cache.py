@@ -1,0 +1,55 @@
+"""On-disk caches keyed by content hash: scan facts per file, and whole plans per surface."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+CACHE_DIR = ".bonsai-sync-cache"
+# bump when the scanner's output changes shape or meaning, so old facts are not reused
+SCANNER_VERSION = "1"
+
+
+class Store:
+    """One pickled dict in the cache dir; loaded on first use, written back only when changed.
+    A missing or unreadable cache is simply empty (it is only ever an optimisation)."""
+
+    def __init__(self, folder: Path | None, name: str) -> None:
+        self.path = folder / f"{name}-{__version__}-{SCANNER_VERSION}.pickle" if folder else None
+        self._data: dict[str, Any] | None = None
+        self.dirty = False
+
+    @property
+    def data(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = {}
+            if self.path is not None:
+                try:
+                    self._data = pickle.loads(self.path.read_bytes())
+                except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+                    self._data = {}
+        return self._data
+
+    def get(self, key: str) -> Any:
+        return self.data.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            (self.path.parent / ".gitignore").write_text("*\n")
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL))
+            tmp.replace(self.path)
+        except OSError:
+            pass  # a read-only checkout still works, just without a warm cache
+        self.dirty = False

@@ -1,0 +1,100 @@
+"""The named steps for one repository: config -> scan -> graph -> closure -> plan (cached)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import __version__
+from .cache import CACHE_DIR, Store
+from .config import Config, Surface, load
+from .facts import Facts
+from .plan import Plan
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from .index import ModuleIndex
+
+
+def digest_roots(roots: list[Path]) -> dict[Path, str]:
+    """sha256 of every file below the source roots (no __pycache__), by resolved path."""
+    found: dict[Path, str] = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+            for name in files:
+                path = Path(folder, name)
+                with open(path, "rb") as handle:
+                    found[path] = hashlib.sha256(handle.read()).hexdigest()
+    return found
+
+
+class Workspace:
+    """One repository: its config, the digest of its source roots, and its caches."""
+
+    def __init__(self, root: Path, use_cache: bool = True) -> None:
+        self.root = root.resolve()
+        self.config: Config = load(self.root)
+        self.roots = [(self.root / s).resolve() for s in self.config.source]
+        self.digest = digest_roots(self.roots)
+        folder = self.root / CACHE_DIR if use_cache else None
+        self.facts_store = Store(folder, "facts")
+        self.plan_store = Store(folder, "plans")
+        self._index: ModuleIndex | None = None
+
+    @property
+    def index(self) -> ModuleIndex:
+        from .index import ModuleIndex
+
+        if self._index is None:
+            self._index = ModuleIndex(self.roots)
+        return self._index
+
+    def surfaces(self, names: tuple[str, ...]) -> list[Surface]:
+        """The named surfaces (all of them when none are named)."""
+        return [self.config.surface(n) for n in names] if names else list(self.config.surfaces)
+
+    def facts_of(self, path: Path) -> Facts:
+        """The scan facts of one source file, from the cache when its content was seen before."""
+        from .scan import scan
+
+        data = path.read_bytes()
+        key = self.digest.get(path) or hashlib.sha256(data).hexdigest()
+        facts = self.facts_store.get(key)
+        if facts is None:
+            facts = scan(data.decode("utf-8", errors="replace"))
+            self.facts_store.put(key, facts)
+        return facts
+
+    def graph(self, surface: Surface) -> nx.DiGraph:
+        """The closure graph of `surface` (always built; errors raise ClosureError)."""
+        from .closure import closure
+
+        try:
+            return closure(self.config, surface, self.index, self.facts_of)
+        finally:
+            self.facts_store.save()
+
+    def plan(self, surface: Surface) -> Plan:
+        """What `surface`'s dest must hold; reused from the cache while no source byte changed."""
+        key = self._plan_key(surface)
+        cached = self.plan_store.get(surface.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        from .plan import make_plan
+
+        graph = self.graph(surface)
+        third_party = set(graph.graph.get("third_party", ()))
+        plan = make_plan(surface.name, surface.dest, self.root, graph, self.digest, third_party)
+        self.plan_store.put(surface.name, (key, plan))
+        self.plan_store.save()
+        return plan
+
+    def _plan_key(self, surface: Surface) -> str:
+        hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())
+        for path in sorted(self.digest):
+            hasher.update(f"{path}\0{self.digest[path]}\n".encode())
+        return hasher.hexdigest()

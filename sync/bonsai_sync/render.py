@@ -1,0 +1,69 @@
+"""Show a closure graph: the shortest chain to a node (`why`), JSON, and Graphviz dot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+
+from .config import Surface
+from .errors import UsageError
+
+
+def _node_for(graph: nx.DiGraph, target: str, root: Path) -> str:
+    if target in graph:
+        return target
+    wanted = (root / target).resolve()
+    for node, data in graph.nodes(data=True):
+        path = data.get("path")
+        if path is not None and (path == wanted or data["rel"] == Path(target).as_posix()):
+            return node
+    raise UsageError(f"{target}: not in this surface's closure (give a module name or a file path)")
+
+
+def shortest_chain(graph: nx.DiGraph, surface: Surface, target: str, root: Path) -> list[str]:
+    """`entry`, then one line per hop: `-> module  (file:line:col, kind)`."""
+    node = _node_for(graph, target, root)
+    best: list[str] | None = None
+    starts = [n for n, d in graph.nodes(data=True) if d.get("reasons")]
+    for start in starts:
+        try:
+            path = nx.shortest_path(graph, start, node)
+        except nx.NetworkXNoPath:
+            continue
+        if best is None or len(path) < len(best):
+            best = path
+    if best is None:
+        raise UsageError(f"{target}: no import chain from the entries of surface {surface.name!r}")
+    lines = [f"{best[0]}  ({', '.join(graph.nodes[best[0]]['reasons'])})"]
+    for a, b in zip(best, best[1:], strict=False):
+        edge = graph.edges[a, b]
+        site = f"{edge['file']}:{edge['line']}:{edge['col']}" if edge.get("file") else "implied"
+        lines.append(f"  -> {b}  ({site}, {edge['kind']})")
+    return lines
+
+
+def to_json(graph: nx.DiGraph, surface: Surface) -> str:
+    nodes = [
+        {"id": n, "kind": d["kind"], "file": d["rel"] if d.get("path") is not None else None}
+        for n, d in sorted(graph.nodes(data=True))
+    ]
+    edges = [
+        {"from": a, "to": b, "kind": d["kind"], "file": d.get("file"), "line": d.get("line"), "col": d.get("col")}
+        for a, b, d in sorted(graph.edges(data=True), key=lambda e: (e[0], e[1]))
+    ]
+    body = {"surface": surface.name, "entry": list(surface.entry), "nodes": nodes, "edges": edges}
+    return json.dumps(body, indent=2) + "\n"
+
+
+def to_dot(graph: nx.DiGraph) -> str:
+    lines = ["digraph closure {"]
+    for node, data in sorted(graph.nodes(data=True)):
+        shape = "note" if data["kind"] == "resource" else "box"
+        lines.append(f'  "{node}" [shape={shape}];')
+    for a, b, data in sorted(graph.edges(data=True), key=lambda e: (e[0], e[1])):
+        style = ' [style=dashed]' if data["kind"] == "parent package" else ""
+        lines.append(f'  "{a}" -> "{b}"{style};')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

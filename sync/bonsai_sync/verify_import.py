@@ -1,0 +1,85 @@
+"""`--verify-import`: import each entry in `python -I -S` with only the copy and its allowed
+third-party distributions on sys.path, and report anything that fails or loads from elsewhere."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+_PROBE = r"""
+import importlib, json, os, sys
+args = json.loads(sys.argv[1])
+sys.path[:] = [args["tree"], args["third_party"]] + [p for p in sys.path if p and "-packages" not in p]
+tree = os.path.realpath(args["tree"])
+failures = []
+for entry in args["entries"]:
+    try:
+        importlib.import_module(entry)
+    except BaseException as exc:
+        failures.append(f"importing {entry!r} failed: {type(exc).__name__}: {exc}")
+for name, module in sorted(sys.modules.items()):
+    file = getattr(module, "__file__", None)
+    if name.split(".")[0] in args["first_party"] and file and not os.path.realpath(file).startswith(tree + os.sep):
+        failures.append(f"{name!r} was loaded from outside the copy: {file}")
+print(json.dumps(failures))
+"""
+
+
+def _requirement_names(dist: metadata.Distribution) -> list[str]:
+    names = []
+    for requirement in dist.requires or []:
+        if "extra ==" in requirement:
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+def _distribution_files(import_names: tuple[str, ...]) -> tuple[set[Path], list[str]]:
+    """Top-level paths installed by the distributions providing `import_names`, and their
+    requirements, recursively; plus the names no installed distribution provides."""
+    providers = metadata.packages_distributions()
+    queue = [d for name in import_names for d in providers.get(name, [])]
+    missing = [name for name in import_names if name not in providers]
+    seen: set[str] = set()
+    paths: set[Path] = set()
+    while queue:
+        name = queue.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for file in dist.files or []:
+            top = file.parts[0]
+            if top != ".." and not top.endswith((".dist-info", ".pth")) and top != "__pycache__":
+                paths.add(Path(str(dist.locate_file(top))))
+        queue.extend(_requirement_names(dist))
+    return paths, missing
+
+
+def import_entries(tree: Path, shown: str, entries: tuple[str, ...], third_party: tuple[str, ...], first_party: set[str]) -> list[str]:
+    """Failures (as messages) of importing every entry from `tree` in isolation; [] when clean."""
+    paths, missing = _distribution_files(third_party)
+    failures = [f"{shown}: third-party {name!r} is not installed for the import check" for name in missing]
+    with tempfile.TemporaryDirectory(prefix="bonsai-sync-tp-") as folder:
+        for path in paths:
+            link = Path(folder, path.name)
+            if path.exists() and not link.exists():
+                link.symlink_to(path)
+        args = {"tree": str(tree), "third_party": folder, "entries": list(entries), "first_party": sorted(first_party)}
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300
+        )
+    if proc.returncode != 0:
+        return failures + [f"{shown}: the import check crashed: {proc.stderr.strip()[-500:]}"]
+    return failures + [f"{shown}: {message}" for message in json.loads(proc.stdout.strip().splitlines()[-1])]
