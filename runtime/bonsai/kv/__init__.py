@@ -37,6 +37,7 @@ Lower level: `quant4` (numpy reference of the 4-bit format), `attention.Attentio
 windowed online-softmax driver the cache uses), `verify` / `measure` (the CLI checks).
 """
 
+from .cache import KVCache
 from .errors import KVError, NonFiniteKVError
 
-__all__ = ["KVError", "NonFiniteKVError"]
+__all__ = ["KVCache", "KVError", "NonFiniteKVError"]

@@ -26,10 +26,11 @@ class Store:
             Q4=mode != "f32", ROTATE_K=mode == "q4r", INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)),
         )
 
-    def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int) -> None:
-        """Rows of positions 0..n-1 of k_buf/v_buf -> dst (K rows then V rows) and their flags."""
+    def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
+               src_pos: int = 0) -> None:
+        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K rows then V rows), flags."""
         rows = 2 * n * self.n_kv
-        params = self.params.get(n, dst_word, flag_base, 0)
+        params = self.params.get(n, dst_word, flag_base, src_pos)
         self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], ((rows + 63) // 64,))
 
 

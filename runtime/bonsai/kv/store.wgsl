@@ -1,11 +1,11 @@
 // Store K/V rows into the cache format: f32 copy or 4-bit quantise (spec: bonsai/kv/quant4.py).
-// One invocation per row. Rows 0..n*N_KV-1 come from k_src, the next n*N_KV from v_src; row r is
+// One invocation per row. Rows 0..n*N_KV-1 come from k_src (from position p.src_pos on), the next n*N_KV from v_src; row r is
 // written at dst[p.dst_word + r * ROW_WORDS ..], and flags[p.flag_base + r] gets
 // 0 (ok) | 1 (non-finite value) | 2 (4-bit scale would overflow f16).
 // No shader-f16 and no pack2x16float: every rounding is integer/exact-product code, identical on
 // every device (WGSL division is not correctly rounded, so it is only ever a first guess here).
 
-struct Params { n: u32, dst_word: u32, flag_base: u32, pad: u32 }
+struct Params { n: u32, dst_word: u32, flag_base: u32, src_pos: u32 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> k_src: array<f32>;
@@ -82,7 +82,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let r = gid.x;
     if (r >= 2u * half_rows) { return; }
     let is_v = r >= half_rows;
-    let src = (r % half_rows) * HD;
+    let src = (p.src_pos * N_KV + r % half_rows) * HD;
     var x: array<f32, {{HEAD_DIM}}>;
     var bad = 0u;
     var amax_bits = 0u;
