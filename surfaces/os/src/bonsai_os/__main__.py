@@ -1,0 +1,7 @@
+"""`python -m bonsai_os`: the bonsai-os command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

