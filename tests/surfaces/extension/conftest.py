@@ -40,11 +40,20 @@ def _closure_dir(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def extension_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bonsai_sync.build_extension import build_extension, default_pyodide_dir
+def pyodide_dir() -> Path:
+    """The Pyodide core the bundle ships (fails in CI, skips elsewhere, when it is not fetched)."""
+    from bonsai_sync.build_extension import default_pyodide_dir
 
-    if not (default_pyodide_dir(REPO) / "pyodide.asm.wasm").is_file():
+    path = default_pyodide_dir(REPO)
+    if not (path / "pyodide.asm.wasm").is_file():
         _missing("Pyodide is not fetched: run `bash surfaces/extension/fetch_pyodide.sh`")
+    return path
+
+
+@pytest.fixture(scope="session")
+def extension_zip(pyodide_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bonsai_sync.build_extension import build_extension
+
     tmp = tmp_path_factory.mktemp("extension-build")
     return build_extension(REPO, tmp / "dist", closure_dir=_closure_dir(tmp))
 

@@ -1,77 +1,140 @@
-"""Attention exactness on whatever GPU backend it is given: windowed == whole, bit for bit, pure Python.
+"""The runtime's attention kernels on any GPU backend: windowed == whole cache, bit for bit, pure Python.
 
-The runtime's invariant (DESIGN.md, "attention"): positions are folded into the online-softmax state
-one at a time in increasing order and `acc` is divided by `l` once at the end, so splitting the cache
-into windows of any size cannot change a single bit of the output. This check runs the same kernel
-over the whole cache in one dispatch and over several window splits, on random data, and compares
-the raw f32 bits. `mutate="drop_window_start"` builds the kernel with a bug that skips the first
-position of each window; the check must then report a mismatch.
+Drives `bonsai.kv`'s own `attention.wgsl` (fold one window into the online-softmax state) and
+`finalize.wgsl` (acc / l, once) with parameter blocks packed by `struct`, because the browser has
+no numpy and `bonsai.kv.attention` (the native driver) needs it. The invariant under test, from
+attention.wgsl: positions are folded one at a time in increasing order and the state lives in an
+f32 buffer between dispatches, so any split into windows performs the same f32 operations in the
+same order as one whole-cache window; the outputs' raw bits must be equal.
+
+Mutations (each must make the check fail): "drop_boundary" skips the first position of every
+window after the first; "normalise_each_window" builds the kernel dividing acc by l at each window
+boundary.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import struct
 from array import array
+from dataclasses import dataclass
 from typing import Any
 
-PACKAGE = "bonsai_extension"
-MUTATIONS = ("", "drop_window_start")
+MUTATIONS = ("", "drop_boundary", "normalise_each_window")
+_GROUP = 64  # attention.wgsl / finalize.wgsl @workgroup_size
 
 
-def _random_floats(rng: random.Random, n: int) -> array:
-    return array("f", (rng.uniform(-2.0, 2.0) for _ in range(n)))
+@dataclass(frozen=True)
+class Case:
+    """One shape: n_q query tokens at positions kv_len - n_q .. kv_len - 1, rows in `mode`."""
+
+    n_heads: int
+    n_kv: int
+    head_dim: int
+    mode: str  # "f32" or "q4" (the kernel's two row formats)
+    kv_len: int
+    n_q: int
+
+    @property
+    def row_words(self) -> int:
+        return self.head_dim if self.mode == "f32" else self.head_dim // 8 + 1
+
+    def __str__(self) -> str:
+        return f"{self.mode} heads {self.n_heads}/{self.n_kv} hd {self.head_dim} kv {self.kv_len} n_q {self.n_q}"
 
 
-def _attend(gpu: Any, kernel: Any, q: Any, k: Any, v: Any, bounds: list[int], n_heads: int, head_dim: int) -> bytes:
-    """Fold positions window by window (`bounds` = [0, b1, ..., n]) and return the output's bytes."""
-    ml = gpu.upload(array("f", [-3.4028234663852886e38, 0.0] * n_heads))
-    acc = gpu.buffer(4 * n_heads * head_dim)
-    for i, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
-        last = int(i == len(bounds) - 2)
-        params = gpu.upload(struct.pack("<5I", start, end, n_heads, head_dim, last) + b"\0" * 12)
-        gpu.dispatch(kernel, [params, q, k, v, ml, acc], n_heads)
-    return gpu.read(acc, 4 * n_heads * head_dim)
+CASES = (
+    Case(4, 2, 16, "f32", 37, 1),
+    Case(4, 2, 16, "f32", 37, 3),
+    Case(6, 3, 32, "q4", 29, 2),
+)
 
 
-def _splits(rng: random.Random, positions: int, count: int) -> list[list[int]]:
-    """Window boundaries: fixed sizes 1 and 7, plus `count` random splits."""
-    out = [list(range(positions + 1)), [*range(0, positions, 7), positions]]
-    for _ in range(count):
-        cuts = sorted(rng.sample(range(1, positions), rng.randint(1, min(6, positions - 1))))
-        out.append([0, *cuts, positions])
+def _rows(rng: random.Random, case: Case) -> array:
+    """Random K or V rows in the cache format: f32 bits, or q4 nibble words + an f16 scale slot."""
+    out = array("I")
+    for _ in range(case.kv_len * case.n_kv):
+        if case.mode == "f32":
+            out.frombytes(array("f", (rng.gauss(0.0, 1.5) for _ in range(case.head_dim))).tobytes())
+        else:
+            out.extend(rng.getrandbits(32) for _ in range(case.head_dim // 8))
+            out.append(struct.unpack("<H", struct.pack("<e", rng.uniform(0.05, 0.6)))[0])
     return out
 
 
-def run(gpu: Any, *, seed: int = 0, positions: int = 40, n_heads: int = 3, head_dim: int = 16,
-        random_splits: int = 3, mutate: str = "") -> dict:
-    """Compare whole-cache attention with windowed attention; a dict describing the outcome."""
+def _windows(kv_len: int, size: int, mutate: str) -> list[tuple[int, int]]:
+    ranges = [(s, min(s + size, kv_len)) for s in range(0, kv_len, size)]
+    if mutate == "drop_boundary":
+        ranges = [(s + (i > 0), e) for i, (s, e) in enumerate(ranges)]
+    return ranges
+
+
+class _Driver:
+    """Records fold + finalize for one case with the runtime's kernels (as bonsai.kv.attention does)."""
+
+    def __init__(self, gpu: Any, case: Case, mutate: str) -> None:
+        self.gpu, self.case, self.mutate = gpu, case, mutate
+        self.fold = gpu.kernel("bonsai.kv", "attention.wgsl", HEAD_DIM=case.head_dim, ROW_WORDS=case.row_words,
+                               Q4=case.mode != "f32", MUT_NORMALISE=mutate == "normalise_each_window",
+                               MUT_GQA=False, MUT_CAUSAL=False)
+        self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=case.head_dim)
+        scale = struct.unpack("<f", struct.pack("<f", 1.0 / math.sqrt(case.head_dim)))[0]
+        pos_base = case.kv_len - case.n_q
+        self.params = gpu.upload(struct.pack("<4If3I", pos_base, case.n_q, case.n_heads, case.n_kv, scale, 0, 0, 0))
+        self._window_bufs: dict[tuple[int, int, int], Any] = {}
+
+    def _window(self, start: int, end: int, first: bool) -> Any:
+        key = (start, end, int(first))
+        if key not in self._window_bufs:
+            self._window_bufs[key] = self.gpu.upload(struct.pack("<8I", start, end, 0, 0, 0, int(first), 0, 0))
+        return self._window_bufs[key]
+
+    def record(self, q: Any, k: Any, v: Any, out: Any, windows: list[tuple[int, int]]) -> None:
+        c = self.case
+        groups = (c.n_q * c.n_heads + _GROUP - 1) // _GROUP
+        wins = [self._window(s, e, i == 0) for i, (s, e) in enumerate(windows)]  # uploads before recording
+        state = self.gpu.buffer(c.n_q * c.n_heads * (c.head_dim + 2) * 4)
+        for win in wins:
+            self.gpu.dispatch(self.fold, [self.params, win, q, k, v, state], groups)
+        self.gpu.dispatch(self.finalize, [self.params, state, out], groups)
+
+
+def run_case(gpu: Any, case: Case, window_sizes: list[int], seed: int, mutate: str = "") -> dict:
+    """Whole cache vs every window size (all recorded in one batch, read back once)."""
+    rng = random.Random(f"{seed}/{case}")
+    q = gpu.upload(array("f", (rng.gauss(0.0, 2.0) for _ in range(case.n_q * case.n_heads * case.head_dim))))
+    k, v = gpu.upload(_rows(rng, case)), gpu.upload(_rows(rng, case))
+    out_bytes = case.n_q * case.n_heads * case.head_dim * 4
+    driver = _Driver(gpu, case, mutate)
+    sizes = [case.kv_len, *window_sizes]
+    out = gpu.buffer(out_bytes * len(sizes))
+    outs = [gpu.buffer(out_bytes) for _ in sizes]
+    for size, dst in zip(sizes, outs, strict=True):
+        driver.record(q, k, v, dst, _windows(case.kv_len, size, mutate))
+    for i, dst in enumerate(outs):
+        gpu.copy(dst, 0, out, i * out_bytes, out_bytes)
+    data = gpu.read(out)
+    whole = data[:out_bytes]
+    if not any(struct.unpack(f"<{len(whole) // 4}f", whole)):
+        raise AssertionError(f"{case}: whole-cache attention produced all zeros; the kernel did not run")
+    mismatched = [size for i, size in enumerate(window_sizes, 1) if data[i * out_bytes:(i + 1) * out_bytes] != whole]
+    return {"case": str(case), "window_sizes": window_sizes, "mismatched": mismatched,
+            "whole_sha": hashlib.sha256(whole).hexdigest()[:16]}
+
+
+def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
+    """Every case in CASES; ok when every window size gives the whole cache's bits exactly."""
     if mutate not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutate!r}; known: {', '.join(m for m in MUTATIONS if m)}")
-    rng = random.Random(seed)
-    kernel = gpu.kernel(PACKAGE, "probe_attention.wgsl", DROP_WINDOW_START=mutate == "drop_window_start")
-    q = gpu.upload(_random_floats(rng, n_heads * head_dim))
-    k = gpu.upload(_random_floats(rng, positions * n_heads * head_dim))
-    v = gpu.upload(_random_floats(rng, positions * n_heads * head_dim))
-    whole = _attend(gpu, kernel, q, k, v, [0, positions], n_heads, head_dim)
-    mismatches = []
-    splits = _splits(rng, positions, random_splits)
-    for bounds in splits:
-        got = _attend(gpu, kernel, q, k, v, bounds, n_heads, head_dim)
-        if got != whole:
-            words = [i for i in range(0, len(got), 4) if got[i:i + 4] != whole[i:i + 4]]
-            mismatches.append({"windows": len(bounds) - 1, "words_differing": len(words)})
+    cases = []
+    for case in CASES:
+        sizes = sorted({1, 2, 7, 16, case.kv_len - 1} - {case.kv_len})
+        cases.append(run_case(gpu, case, sizes, seed, mutate))
     return {
-        "ok": not mismatches,
-        "kernel": f"{PACKAGE}/probe_attention.wgsl",
+        "ok": not any(c["mismatched"] for c in cases),
+        "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/finalize.wgsl"],
         "mutate": mutate,
-        "positions": positions,
-        "splits_checked": len(splits),
-        "mismatches": mismatches,
-        "whole_sha": _digest(whole),
+        "cases": cases,
     }
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]

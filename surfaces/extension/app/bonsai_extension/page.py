@@ -16,8 +16,10 @@ def describe(exc: BaseException) -> dict:
     for attr in ("path", "field"):
         if isinstance(getattr(exc, attr, None), str):
             out[attr] = getattr(exc, attr)
+    if exc.__cause__ is not None:
+        out["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
     if not isinstance(exc, BonsaiError):
-        out["traceback"] = traceback.format_exc()
+        out["traceback"] = "".join(traceback.format_exception(exc))
     return out
 
 
