@@ -16,7 +16,7 @@ from .index import ModuleIndex
 def closure(config: Config, surface: Surface, index: ModuleIndex, facts_of: Callable[[Path], Facts]) -> nx.DiGraph:
     """The import graph of everything `surface` needs; errors name `file:line:col`."""
     table = f"{TABLE}.surfaces.{surface.name}"
-    builder = GraphBuilder(config.root, index, facts_of, set(surface.third_party))
+    builder = GraphBuilder(config.root, index, facts_of, set(surface.third_party), table)
     for name in surface.entry:
         info = index.find(name)
         if info is None or info.file is None:

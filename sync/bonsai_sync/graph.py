@@ -20,8 +20,9 @@ class GraphBuilder:
     """Walks from the entries; nodes are module names and resource paths (`pkg/x.wgsl`),
     edges carry the import site (`file`, `line`, `col`)."""
 
-    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], allowed: set[str]):
+    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], allowed: set[str], table: str):
         self.root = root.resolve()
+        self.table = table
         self.index = index
         self.facts_of = facts_of
         self.allowed = allowed
@@ -99,19 +100,19 @@ class GraphBuilder:
         name = self._absolute(info, fact)
         if name is None:
             if not fact.optional:
-                self._error(info, fact.line, fact.col, "relative import beyond the top-level package")
+                self._error(info, fact.line, fact.col, f"relative import beyond the top-level package {info.name.split('.')[0]!r}")
             return
         top = name.split(".")[0]
         if self.index.find(top) is None:
             if top in self.allowed:
                 self.third_party.add(top)
             elif top not in _ALWAYS and not fact.optional:
-                self._error(info, fact.line, fact.col, f"cannot import {name!r}: not first-party, not stdlib, and not declared in `third-party` for this surface")
+                self._error(info, fact.line, fact.col, f"cannot import {name!r}: not first-party, not stdlib, and not in `third-party` of [{self.table}]; declare it there or fix the import")
             return
         target = self.index.find(name)
         if target is None:
             if not fact.optional:
-                self._error(info, fact.line, fact.col, f"no module named {name!r} in the source roots")
+                self._error(info, fact.line, fact.col, f"no module named {name!r} in the source roots; fix the import, or wrap it in try/except ImportError if it is optional")
             return
         self._link(info, target, fact.kind, fact.line, fact.col)
         names = list(fact.names)
@@ -133,6 +134,7 @@ class GraphBuilder:
                 if self.index.find(fact.package.split(".")[0]) is not None and not fact.optional:
                     self._error(info, fact.line, fact.col, f"resource anchor {fact.package!r} is not a first-party package")
                 return
+            self._link(info, anchor, "resource anchor", fact.line, fact.col)
             base = anchor.dirs[0] if anchor.dirs else anchor.root
         path = Path(base, *fact.parts).resolve()
         if info.root not in path.parents:

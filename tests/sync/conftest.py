@@ -1,0 +1,68 @@
+"""Scenario fixtures: copy a tiny repo from scenarios/ into tmp_path and run bonsai-sync on it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from bonsai_sync.cli import main
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+
+
+class Repo:
+    """A scenario copied into a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def run(self, *args: str) -> Result:
+        """Run the CLI in-process through click's CliRunner."""
+        return CliRunner().invoke(main, ["--root", str(self.root), *args], catch_exceptions=False)
+
+    def run_process(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run the CLI as a real `python -m bonsai_sync` subprocess."""
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        return subprocess.run(
+            [sys.executable, "-m", "bonsai_sync", "--root", str(self.root), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    def listing(self, folder: str) -> list[str]:
+        """Sorted posix paths of every file below `folder` (no __pycache__)."""
+        base = self.root / folder
+        return sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+    def write(self, rel: str, text: str) -> None:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text()
+
+    def edit_config(self, old: str, new: str) -> None:
+        text = self.read("pyproject.toml")
+        assert old in text, f"{old!r} not in the scenario's pyproject.toml"
+        self.write("pyproject.toml", text.replace(old, new))
+
+
+@pytest.fixture
+def scenario(tmp_path: Path):
+    """`scenario("closure")` -> a Repo holding a fresh copy of tests/sync/scenarios/closure."""
+
+    def copy(name: str) -> Repo:
+        root = tmp_path / name
+        shutil.copytree(SCENARIOS / name, root, ignore=shutil.ignore_patterns("__pycache__"))
+        return Repo(root)
+
+    return copy

@@ -1,0 +1,1 @@
+"""A first-party package in a second source root."""

@@ -1,0 +1,3 @@
+"""Shared tools."""
+
+from . import more

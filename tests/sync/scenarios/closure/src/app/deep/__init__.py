@@ -1,0 +1,1 @@
+"""Deep package."""

@@ -1,0 +1,3 @@
+"""Leaf: a relative import three levels up."""
+
+from ... import helpers

@@ -1,0 +1,1 @@
+"""Target of __import__ with a fromlist."""

@@ -1,0 +1,1 @@
+"""Named in the fromlist."""

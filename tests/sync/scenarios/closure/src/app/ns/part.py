@@ -1,0 +1,1 @@
+"""In a namespace package: no __init__.py is invented."""

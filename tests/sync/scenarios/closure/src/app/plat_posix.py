@@ -1,0 +1,1 @@
+"""Module plat_posix."""

@@ -1,0 +1,3 @@
+"""Never imported: the package directory shadows it."""
+
+WHICH = "module"

@@ -1,0 +1,3 @@
+"""The package directory wins over shadow.py."""
+
+WHICH = "package"
