@@ -42,5 +42,12 @@ def doctor() -> None:
     click.echo(f"model: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
 
+from .kv.measure_cli import measure  # noqa: E402
+from .kv.verify import verify  # noqa: E402
+
+main.add_command(measure)
+main.add_command(verify)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -37,7 +37,17 @@ Lower level: `quant4` (numpy reference of the 4-bit format), `attention.Attentio
 windowed online-softmax driver the cache uses), `verify` / `measure` (the CLI checks).
 """
 
-from .cache import KVCache
+from typing import Any
+
 from .errors import KVError, NonFiniteKVError
 
 __all__ = ["KVCache", "KVError", "NonFiniteKVError"]
+
+
+def __getattr__(name: str) -> Any:
+    # KVCache pulls in numpy; import it on first use so `bonsai --help` stays light
+    if name == "KVCache":
+        from .cache import KVCache
+
+        return KVCache
+    raise AttributeError(name)

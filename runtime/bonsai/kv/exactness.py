@@ -115,3 +115,13 @@ def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = Non
     """Run every case (window sizes 1..kv_len unless given)."""
     params = ParamCache(gpu, limit=1 << 16)
     return [run_case(gpu, c, window_sizes or list(range(1, c.kv_len + 1)), mutations, params) for c in cases]
+
+
+def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
+    """The cut of the matrix the mutation checks run: GQA 8/4, f32 and q4, decode and prefill."""
+    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4") for n_q in (1, prefill)]
+
+
+def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16) -> list[CaseResult]:
+    """Run the mutation cut with `mutations` injected (window sizes 1, 5 and whole)."""
+    return run_matrix(gpu, mutation_cases(kv_len, prefill), [1, 5, kv_len], mutations)

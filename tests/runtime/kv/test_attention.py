@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from bonsai.kv.attention import Mutations, split
-from bonsai.kv.exactness import REL_TOL, Case, matrix, run_matrix
+from bonsai.kv.exactness import REL_TOL, check_mutation, matrix, run_matrix
 
 MUTATIONS = [f.name for f in dataclasses.fields(Mutations)]
 
@@ -28,24 +28,18 @@ def test_every_window_size_gives_the_whole_cache_bits_long(gpu):
     assert not bad, "\n".join(bad)
 
 
-def mutation_suite(gpu, mutations):
-    """A cut of the matrix that the mutation tests (and `bonsai verify attention`) run."""
-    cases = [Case(8, 4, 64, mode, 64, n_q) for mode in ("f32", "q4") for n_q in (1, 16)]
-    return run_matrix(gpu, cases, [1, 5, 64], mutations)
-
-
 def test_mutation_suite_passes_without_mutations(gpu):
-    assert all(r.ok for r in mutation_suite(gpu, Mutations()))
+    assert all(r.ok for r in check_mutation(gpu, Mutations()))
 
 
 @pytest.mark.parametrize("name", MUTATIONS)
 def test_every_injected_bug_is_caught(gpu, name):
-    results = mutation_suite(gpu, Mutations(**{name: True}))
+    results = check_mutation(gpu, Mutations(**{name: True}))
     assert any(not r.ok for r in results), f"mutation {name} went unnoticed"
 
 
 def test_normalising_early_is_caught_by_bits_although_a_tolerance_would_pass_it(gpu):
-    results = mutation_suite(gpu, Mutations(normalise_each_window=True))
+    results = check_mutation(gpu, Mutations(normalise_each_window=True))
     assert all(r.rel_err <= REL_TOL[r.case.mode] for r in results)
     assert all(r.mismatched for r in results)
 

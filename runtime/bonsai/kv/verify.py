@@ -1,0 +1,43 @@
+"""`bonsai verify attention`: the exactness matrix and the mutation checks on this machine's GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+
+import click
+
+
+@click.group()
+def verify() -> None:
+    """Run the runtime's self-checks on the current device (exit 1 if any fails)."""
+
+
+@verify.command()
+@click.option("--kv-len", default=64, show_default=True, help="Cached positions per case (window sizes 1..kv-len).")
+@click.option("--prefill", default=16, show_default=True, help="Tokens in the causal prefill block.")
+def attention(kv_len: int, prefill: int) -> None:
+    """Windowed == whole-cache attention, bit for bit, fp64-bounded; and six injected bugs caught."""
+    from ..gpu import Gpu
+    from .attention import Mutations
+    from .exactness import check_mutation, matrix, run_matrix
+
+    if not 1 <= prefill < kv_len:
+        raise click.BadParameter(f"must be between 1 and kv-len - 1 ({kv_len - 1})", param_hint="--prefill")
+    gpu = Gpu.create()
+    click.echo(f"device: {gpu.description}")
+    failed = 0
+    t0 = time.perf_counter()
+    for r in run_matrix(gpu, matrix(kv_len, prefill=prefill)):
+        failed += not r.ok
+        click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.describe()}")
+    click.echo(f"exactness matrix: window sizes 1..{kv_len}, {time.perf_counter() - t0:.1f} s")
+    for f in dataclasses.fields(Mutations):
+        results = check_mutation(gpu, Mutations(**{f.name: True}), kv_len, prefill)
+        caught = [r for r in results if not r.ok]
+        failed += not caught
+        how = f"caught by {len(caught)}/{len(results)} cases" if caught else "NOT CAUGHT"
+        click.echo(f"{'ok  ' if caught else 'FAIL'} mutation {f.name}: {how}")
+    click.echo("attention: all checks passed" if not failed else f"attention: {failed} check(s) FAILED")
+    sys.exit(1 if failed else 0)

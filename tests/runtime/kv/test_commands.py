@@ -1,0 +1,67 @@
+"""`bonsai verify attention` and `bonsai measure kv4`: outputs, exit codes, and the too-clean guard."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from bonsai.cli import main
+from bonsai.kv import attention, exactness, measure
+from bonsai.kv.measure import TooCleanError, check_not_too_clean, synthetic
+
+
+def test_verify_attention_passes_and_lists_every_mutation(gpu):
+    result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "12", "--prefill", "4"])
+    assert result.exit_code == 0, result.output
+    assert "attention: all checks passed" in result.output
+    for name in ("drop_boundary", "overlap", "normalise_each_window", "pos_base_zero", "gqa_modulo",
+                 "causal_plus_one"):
+        assert f"ok   mutation {name}: caught" in result.output
+
+
+def test_verify_attention_exits_1_when_windows_drop_positions(gpu, monkeypatch):
+    broken = functools.partial(attention.split, mutations=attention.Mutations(drop_boundary=True))
+    monkeypatch.setattr(exactness, "split", lambda n, w, mutations=None: broken(n, w))
+    result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "8", "--prefill", "2"])
+    assert result.exit_code == 1
+    assert "FAIL f32 heads 4/4 hd 64 kv 8 decode: bits differ at window sizes" in result.output
+
+
+def test_synthetic_error_changes_with_context_length():
+    rows = synthetic((16, 64, 256))
+    check_not_too_clean(rows)
+    assert {r.pos_base for r in rows} == {15, 63, 255}
+    assert len({r.max_abs for r in rows if r.mode == "q4"}) == 3
+
+
+def test_a_query_stuck_at_pos_base_0_is_refused_as_too_clean():
+    rows = synthetic((16, 64, 256), pos_base=lambda n: 0)
+    with pytest.raises(TooCleanError, match="too clean: check pos_base"):
+        check_not_too_clean(rows)
+
+
+def test_measure_kv4_refuses_the_pos_base_0_table_at_the_cli(monkeypatch):
+    monkeypatch.setattr(measure, "synthetic", functools.partial(synthetic, pos_base=lambda n: 0))
+    result = CliRunner().invoke(main, ["measure", "kv4", "--no-real", "--max-length", "64"])
+    assert result.exit_code == 2
+    assert "bonsai: error: too clean: check pos_base" in result.output
+
+
+def test_measure_kv4_json_has_a_row_per_mode_and_length():
+    result = CliRunner().invoke(main, ["measure", "kv4", "--no-real", "--max-length", "128", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["synthetic"]
+    assert [(r["mode"], r["length"]) for r in rows][:4] == [("q4", 16), ("q4r", 16), ("q4", 32), ("q4r", 32)]
+    assert len(rows) == 8 and all(r["pos_base"] == r["length"] - 1 for r in rows)
+
+
+@pytest.mark.slow
+def test_measure_kv4_model_part_reports_kl_and_argmax_changes():
+    from bonsai.kv.measure_model import measure_model
+
+    rows = measure_model(64)
+    assert {r["mode"] for r in rows} == {"q4", "q4r"}
+    assert all(r["mean_kl"] >= 0 and 0 <= r["argmax_changed"] <= 1 for r in rows)
