@@ -1,0 +1,135 @@
+"""KV benchmark: attention throughput (f32 / q4 / q4r, resident vs streamed windows) and host->GPU
+window upload bandwidth (queue.write_buffer vs a ring of mapped staging buffers), side by side.
+
+Prints a table and writes bench/results/kv_bench.json. Defaults are small enough for lavapipe;
+on a real GPU raise them, e.g.:
+    python bench/kv_bench.py --context 32768 --window 1024 --heads 32 --kv-heads 8 --head-dim 128 \
+        --upload-mb 1024 --chunk-mb 16 --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bonsai.gpu import Gpu
+from bonsai.kv import KVCache
+
+
+def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) -> dict:
+    """Decode attention over `context` positions: seconds per call and cache GB/s read."""
+    rng = np.random.default_rng(0)
+    probe = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window)
+    budget = 2 * probe.slot_bytes if streamed else None
+    cache = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window, vram_budget=budget)
+    chunk = min(a.context, 4096)
+    for pos in range(0, a.context, chunk):
+        n = min(chunk, a.context - pos)
+        kv = rng.standard_normal((n, a.kv_heads, a.head_dim)).astype(np.float32)
+        cache.append_host(0, kv, kv, pos)
+    q = gpu.upload(rng.standard_normal((1, a.heads, a.head_dim)).astype(np.float32))
+    out = gpu.buffer(a.heads * a.head_dim * 4)
+    cache.attend(0, q, out, a.context - 1, 1, a.heads)  # warm-up: compile, bind groups
+    gpu.wait()
+    t0 = time.perf_counter()
+    for _ in range(a.repeats):
+        cache.attend(0, q, out, a.context - 1, 1, a.heads)
+    gpu.wait()
+    dt = (time.perf_counter() - t0) / a.repeats
+    kv_bytes = cache.bytes_per_position() * a.context
+    return {"kind": "attention", "mode": mode, "windows": "streamed" if streamed else "resident",
+            "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
+            "bytes_per_position": cache.bytes_per_position()}
+
+
+def bench_write_buffer(gpu: Gpu, a: argparse.Namespace, chunk: int) -> dict:
+    """queue.write_buffer of `chunk`-byte pieces into one destination."""
+    total = a.upload_mb << 20
+    data = np.random.default_rng(1).integers(0, 2**32, total // 4, dtype=np.uint32)
+    dst = gpu.buffer(total)
+    gpu.queue.write_buffer(dst, 0, data[: chunk // 4])
+    gpu.wait()
+    t0 = time.perf_counter()
+    for off in range(0, total, chunk):
+        gpu.queue.write_buffer(dst, off, data[off // 4: (off + chunk) // 4])
+    gpu.wait()
+    dt = time.perf_counter() - t0
+    return {"kind": "upload", "path": f"write_buffer {chunk >> 10} KiB", "bytes": total, "GBps": total / dt / 1e9}
+
+
+def bench_mapped_ring(gpu: Gpu, a: argparse.Namespace, chunk: int) -> dict:
+    """A ring of MAP_WRITE staging buffers: map, fill, unmap, copy to the destination on the GPU."""
+    import wgpu
+
+    total = a.upload_mb << 20
+    data = np.random.default_rng(1).integers(0, 2**32, total // 4, dtype=np.uint32)
+    dst = gpu.buffer(total)
+    usage = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
+    ring = [gpu.device.create_buffer(size=chunk, usage=usage, mapped_at_creation=True) for _ in range(a.ring)]
+    mapped = [True] * a.ring
+    gpu.wait()
+    t0 = time.perf_counter()
+    for i, off in enumerate(range(0, total, chunk)):
+        j = i % a.ring
+        if not mapped[j]:
+            ring[j].map_sync(wgpu.MapMode.WRITE)  # waits for the copy that last used this slot
+        ring[j].write_mapped(data[off // 4: (off + chunk) // 4])
+        ring[j].unmap()
+        mapped[j] = False
+        enc = gpu.device.create_command_encoder()
+        enc.copy_buffer_to_buffer(ring[j], 0, dst, off, chunk)
+        gpu.queue.submit([enc.finish()])
+    gpu.wait()
+    dt = time.perf_counter() - t0
+    return {"kind": "upload", "path": f"mapped ring x{a.ring} {chunk >> 10} KiB", "bytes": total,
+            "GBps": total / dt / 1e9}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--context", type=int, default=1024, help="cached positions (query at context-1)")
+    p.add_argument("--window", type=int, default=128, help="positions per GPU window")
+    p.add_argument("--heads", type=int, default=9)
+    p.add_argument("--kv-heads", type=int, default=3)
+    p.add_argument("--head-dim", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--modes", default="f32,q4,q4r")
+    p.add_argument("--upload-mb", type=int, default=32, help="bytes moved per upload path")
+    p.add_argument("--chunk-kb", type=int, nargs="+", default=[64, 1024, 8192], help="upload piece sizes")
+    p.add_argument("--ring", type=int, default=4, help="staging buffers in the mapped ring")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_bench.json"))
+    a = p.parse_args()
+    gpu = Gpu.create()
+    rows = []
+    for mode in a.modes.split(","):
+        for streamed in (False, True):
+            rows.append(bench_attention(gpu, a, mode, streamed))
+    for kb in a.chunk_kb:
+        chunk = min(kb << 10, a.upload_mb << 20)
+        rows.append(bench_write_buffer(gpu, a, chunk))
+        rows.append(bench_mapped_ring(gpu, a, chunk))
+    print(f"device: {gpu.description}")
+    print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
+          f"window {a.window}")
+    print(f"{'mode':<5} {'windows':<9} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11}")
+    for r in rows:
+        if r["kind"] == "attention":
+            print(f"{r['mode']:<5} {r['windows']:<9} {r['seconds_per_call'] * 1e3:>9.2f} {r['cache_GBps']:>10.3f} "
+                  f"{r['bytes_per_position']:>11}")
+    print(f"upload: {a.upload_mb} MiB per path")
+    print(f"{'path':<28} {'GB/s':>8}")
+    for r in rows:
+        if r["kind"] == "upload":
+            print(f"{r['path']:<28} {r['GBps']:>8.2f}")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"device": gpu.description, "args": vars(a), "rows": rows}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
