@@ -48,6 +48,10 @@ from .kv.verify import verify  # noqa: E402
 main.add_command(measure)
 main.add_command(verify)
 
+from .info import info  # noqa: E402
+
+main.add_command(info)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()
