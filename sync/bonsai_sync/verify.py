@@ -28,9 +28,11 @@ def first_party_names(roots: list[Path]) -> set[str]:
     return names
 
 
-def find(paths: list[str], name: str) -> bool:
-    """Whether `name` can be imported from `paths` alone (CPython's FileFinder, no caches)."""
+def find(paths: list[str], name: str) -> str | None:
+    """How `name` imports from `paths` alone, by CPython's FileFinder without caches:
+    "regular" (a module or a package with __init__.py), "namespace", or None (it does not)."""
     search = paths
+    kind = None
     for i in range(name.count(".") + 1):
         portions: list[str] = []
         spec = None
@@ -42,9 +44,10 @@ def find(paths: list[str], name: str) -> bool:
                 portions.extend(spec.submodule_search_locations or [])
             spec = None
         if spec is None and not portions:
-            return False
+            return None
+        kind = "regular" if spec is not None else "namespace"
         search = list(spec.submodule_search_locations or []) if spec is not None else portions
-    return True
+    return kind
 
 
 def verify_tree(tree: Path, shown_as: str, first_party: set[str], allowed: set[str], sources: list[Path]) -> list[Diagnostic]:
@@ -72,11 +75,17 @@ def _problem(tree: Path, name: str, first_party: set[str], allowed: set[str], so
     top = name.split(".")[0]
     if top not in first_party:
         return None if top in allowed else f"imports {name!r}, a third-party name not allowed for this surface"
-    if find([str(tree)], name):
-        return None
-    if find([str(s) for s in sources], name) or "." not in name:
-        return f"imports {name!r}, which was not copied into the surface"
-    return None  # `from pkg import name` where name is an attribute, not a module
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        here, there = find([str(tree)], prefix), find([str(s) for s in sources], prefix)
+        if here is None and (there is not None or i == 1):
+            return f"imports {name!r}, which was not copied into the surface"
+        if here == "namespace" and there == "regular":
+            return f"imports {name!r}, but package {prefix!r} has no __init__.py in the copy"
+        if here is None:
+            return None  # `from pkg import name` where name is an attribute, not a module
+    return None
 
 
 def _imports(body: list[ast.stmt], package: list[str]):

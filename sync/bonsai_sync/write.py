@@ -53,6 +53,7 @@ def write(root: Path, plan: Plan, lock_text: str, check: Callable[[Path], None])
     old = dest.parent / f".{dest.name}.bonsai-sync-old"
     for leftover in (tmp, old):
         shutil.rmtree(leftover, ignore_errors=True)
+    created = next((p for p in reversed(dest.parents) if not p.exists()), None)
     try:
         for planned in plan.files:
             data = (root / planned.source).read_bytes()
@@ -71,5 +72,7 @@ def write(root: Path, plan: Plan, lock_text: str, check: Callable[[Path], None])
         shutil.rmtree(tmp, ignore_errors=True)
         if old.exists() and not dest.exists():
             old.rename(dest)
+        if created is not None and not any(f.is_file() for f in created.rglob("*")):
+            shutil.rmtree(created, ignore_errors=True)
         raise
     shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,86 @@
+"""The verifier re-scans the written tree on its own and catches a wrong plan (exit 3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import bonsai_sync.plan
+from bonsai_sync.verify_import import import_entries
+
+
+def _drop(rel: str, monkeypatch) -> None:
+    """Inject a planner bug: the plan silently loses `rel`."""
+    real = bonsai_sync.plan.make_plan
+
+    def wrong_plan(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        return dataclasses.replace(plan, files=tuple(f for f in plan.files if f.rel != rel))
+
+    monkeypatch.setattr(bonsai_sync.plan, "make_plan", wrong_plan)
+
+
+def test_verifier_catches_a_plan_that_drops_a_module(scenario, monkeypatch):
+    repo = scenario("verify")
+    _drop("app/helper.py", monkeypatch)
+    result = repo.run("--no-cache", "sync")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        3,
+        "",
+        "out/vendor/app/main.py:3:1: imports 'app.helper', which was not copied into the surface\n",
+    )
+    assert not (repo.root / "out").exists()  # the broken tree never replaced the surface
+
+
+def test_verifier_catches_a_dropped_ancestor_package(scenario, monkeypatch):
+    repo = scenario("closure")
+    _drop("app/deep/__init__.py", monkeypatch)
+    result = repo.run("--no-cache", "sync", "--surface", "leaf")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == (
+        "out/leaf/app/deep/inner/__init__.py:3:1: imports 'app.deep.sibling', but package 'app.deep' has no "
+        "__init__.py in the copy"
+    )
+
+
+def test_a_failed_sync_leaves_the_surface_untouched(scenario, monkeypatch):
+    repo = scenario("verify")
+    assert repo.run("sync").exit_code == 0
+    before = {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")}
+    repo.write("src/app/main.py", '"""Now imports a second helper."""\n\nfrom . import helper, other\n')
+    repo.write("src/app/other.py", '"""Other."""\n')
+    _drop("app/other.py", monkeypatch)
+    result = repo.run("--no-cache", "sync")
+    assert (result.exit_code, result.stderr) == (
+        3,
+        "out/vendor/app/main.py:3:1: imports 'app.other', which was not copied into the surface\n",
+    )
+    assert {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")} == before
+    assert repo.listing("out") == ["vendor/" + rel for rel in sorted(before)]  # no temp dirs left
+
+
+def test_verify_import_passes_on_a_correct_copy(scenario):
+    repo = scenario("verify")
+    result = repo.run("sync", "--verify-import")
+    assert (result.exit_code, result.stdout) == (0, "app: out/vendor: wrote 3, removed 0, unchanged 0\n")
+
+
+def test_verify_import_reports_a_module_missing_from_the_copy(tmp_path):
+    tree = tmp_path / "vendor"
+    (tree / "app").mkdir(parents=True)
+    (tree / "app/__init__.py").write_text("")
+    (tree / "app/main.py").write_text("import importlib\nimportlib.import_module('app' + '.gone')\n")
+    failures = import_entries(tree, "out/vendor", ("app.main",), (), {"app"})
+    assert failures == [
+        "out/vendor: importing 'app.main' failed: ModuleNotFoundError: No module named 'app.gone'"
+    ]
+
+
+def test_verify_import_reports_an_undeclared_third_party(tmp_path):
+    tree = tmp_path / "vendor"
+    tree.mkdir()
+    (tree / "entry.py").write_text("import click\n")
+    assert import_entries(tree, "v", ("entry",), ("click",), set()) == []
+    failures = import_entries(tree, "v", ("entry",), (), set())
+    assert failures == ["v: importing 'entry' failed: ModuleNotFoundError: No module named 'click'"]
+    assert "click" in sys.modules  # the check ran in a subprocess, not here
