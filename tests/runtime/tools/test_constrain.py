@@ -1,0 +1,238 @@
+"""Constrained decoding on a tiny vocabulary: the trie mask equals a brute-force oracle, and every
+token sequence the mask allows that closes the call parses into one call that validates."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bonsai.tools import ToolRegistry, builtin_registry
+from bonsai.tools.constrain import ToolCallConstraint
+from bonsai.tools.events import TextEvent, ToolCallEvent
+from bonsai.tools.matcher import CallMatcher
+from bonsai.tools.parser import parse_text
+from bonsai.tools.trie import TokenTrie
+from bonsai.tools.validate import errors
+
+
+def plan(steps: list[str], count: int, mode: Literal["fast", "slow"], exact: bool = False,
+         ratio: float | None = None) -> str:  # fmt: skip
+    """Make a plan.
+
+    Args:
+        steps: What to do.
+        count: How many times.
+        mode: How.
+        exact: Whether exactly.
+        ratio: A ratio.
+    """
+    return "ok"
+
+
+REGISTRY = ToolRegistry([*builtin_registry("calculator,clock"), plan])
+PIECES = (
+    "<",
+    "tool",
+    "_call",
+    ">",
+    "<tool_call>",
+    "</tool_call>",
+    "</",
+    "\n",
+    " ",
+    "{",
+    "}",
+    '{"',
+    '"',
+    '":',
+    '",',
+    '"}',
+    "}}",
+    "name",
+    "arguments",
+    "calculator",
+    "clock",
+    "calc",
+    "ulator",
+    "expression",
+    "timezone",
+    "null",
+    "nu",
+    "ll",
+    "1",
+    "7",
+    "23",
+    "0",
+    "-",
+    ".",
+    "e",
+    "E",
+    "+",
+    "*",
+    "a",
+    "\\",
+    "u",
+    "00e9",
+    "n",
+    "/",
+    ":",
+    ",",
+    "[",
+    "]",
+    '["',
+    '"]',
+    ">\n",
+    "steps",
+    "count",
+    "mode",
+    "fast",
+    "slow",
+    "exact",
+    "ratio",
+    "true",
+    "false",
+    '"name": "',
+    ' "arguments": {',
+    "é",
+    ">x",
+)
+SINGLE_BYTES = [bytes([b]) for b in range(0x20, 0x7F) if bytes([b]).decode() not in PIECES]
+VOCAB: list[bytes | None] = [None, *(p.encode() for p in PIECES), *SINGLE_BYTES, b"\xc3", b"\xa9", b"\t"]
+TRIE = TokenTrie(VOCAB)
+
+
+def brute_force_mask(constraint: ToolCallConstraint) -> np.ndarray:
+    """The oracle: feed every token's bytes through the matcher, one token at a time."""
+    m, state = constraint.matcher, constraint.state
+    out = np.zeros(len(VOCAB), dtype=bool)
+    for tid, data in enumerate(VOCAB):
+        if not data:
+            continue
+        s = state
+        for b in data:
+            if m.done(s):
+                break
+            s = m.advance(s, b)
+            if not s:
+                break
+        out[tid] = bool(s)
+    return out
+
+
+def walk(choose, constraint: ToolCallConstraint, limit: int = 200, check_oracle: bool = True) -> bytes | None:
+    """Pick allowed tokens with `choose(n)` until the call closes; its bytes, or None at the limit."""
+    out = b""
+    for _ in range(limit):
+        mask = constraint.mask()
+        assert mask is not None and mask.any(), f"dead end after {out!r}"
+        if check_oracle:
+            assert np.array_equal(mask, brute_force_mask(constraint)), out
+        allowed = np.flatnonzero(mask)
+        tid = int(allowed[choose(len(allowed))])
+        constraint.accept(tid)
+        out += VOCAB[tid] or b""
+        if not constraint.inside_call:
+            return out
+    return None
+
+
+def assert_one_valid_call(data: bytes) -> ToolCallEvent:
+    events = parse_text(data.decode("utf-8", errors="replace"), REGISTRY)
+    calls = [e for e in events if not isinstance(e, TextEvent)]
+    assert len(calls) == 1 and isinstance(calls[0], ToolCallEvent), (data, events)
+    assert errors(calls[0].arguments, REGISTRY.get(calls[0].name).parameters) == []
+    return calls[0]
+
+
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_sequence_the_mask_allows_parses_and_validates(data):
+    constraint = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, force_call=True)
+    out = walk(lambda n: data.draw(st.integers(0, n - 1)), constraint)
+    if out is not None:
+        assert_one_valid_call(out)
+
+
+def test_random_walks_reach_every_tool():
+    rng = np.random.default_rng(0)
+    names, completed = set(), 0
+    for _ in range(200):
+        out = walk(lambda n: int(rng.integers(n)), ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, force_call=True),
+                   check_oracle=False)  # fmt: skip
+        if out is not None:
+            names.add(assert_one_valid_call(out).name)
+            completed += 1
+    assert completed >= 100, "most random walks should close the call; otherwise the property is vacuous"
+    assert names == {"calculator", "clock", "plan"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23"}}\n</tool_call>',
+        '<tool_call>{"name":"clock","arguments":{}}</tool_call>',
+        '<tool_call>{"name":"clock","arguments":{"timezone":null}}</tool_call>',
+        '<tool_call>{"name": "plan", "arguments": {"mode": "slow", "steps": ["a", "\\u00e9/"], "count": -7,'
+        ' "ratio": 1.5e+7, "exact": true}}</tool_call>',
+    ],
+)
+def test_valid_calls_are_allowed_byte_for_byte(text):
+    m = CallMatcher(ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE).matcher.node)
+    assert m.done(m.feed(m.start(with_open_tag=True), text.encode()))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "rm", ',  # undeclared tool
+        '<tool_call>{"arguments": {}, ',  # name must come first
+        '<tool_call>{"name": "calculator", "arguments": {}}',  # missing required property
+        '<tool_call>{"name": "calculator", "arguments": {"expression": 17',  # wrong type
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "x", "y',  # unknown property
+        '<tool_call>{"name": "clock", "arguments": {"timezone": "a</',  # </ inside a string
+        '<tool_call>{"name": "plan", "arguments": {"count": 1.',  # integer with a fraction
+        '<tool_call>{"name": "plan", "arguments": {"mode": "medium',  # not in the enum
+        '<tool_call>{"name": "plan", "arguments": {"ratio": 1e999',  # would overflow to inf
+        '<tool_call>{"name": "plan", "arguments": {"steps": ["a",]',  # trailing comma
+        '<tool_call>{"name": "clock", "arguments": {}}   \n',  # too much whitespace
+        '<tool_call>{"name": "clock", "arguments": {}} x',  # text before the closing tag
+        '<tool_call>{"name": "clock", "arguments": {"timezone": "\x01',  # raw control byte
+        '<tool_call>{"name": "clock", "arguments": {"timezone": "\\x',  # bad escape
+    ],
+)
+def test_invalid_prefixes_are_refused(text):
+    m = CallMatcher(ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE).matcher.node)
+    assert m.feed(m.start(with_open_tag=True), text.encode()) == ()
+
+
+def test_lazy_free_text_is_unconstrained_until_the_tag():
+    c = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE)
+    assert c.mask() is None  # no token here can complete <tool_call>
+    for piece in ("<", "tool", "_call"):
+        c.accept(VOCAB.index(piece.encode()))
+    mask = c.mask()  # ">\n" completes the tag and leaves "\n", a valid start; ">x" leaves "x": refused
+    assert mask is not None and mask[VOCAB.index(b">")] and mask[VOCAB.index(b">\n")]
+    assert not mask[VOCAB.index(b">x")] and mask[VOCAB.index(b"x")] and mask.sum() == len(VOCAB) - 1
+    c.accept(VOCAB.index(b">"))
+    assert c.inside_call and not c.mask()[0]  # the special token (EOS) is never allowed inside a call
+
+
+def test_apply_sets_disallowed_logits_to_minus_infinity():
+    c = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, force_call=True)
+    out = c.apply(np.zeros(len(VOCAB), dtype=np.float32))
+    assert np.array_equal(np.isfinite(out), c.mask())
+    assert VOCAB[int(np.argmax(out))] in (b"<", b"<tool_call>")
+
+
+def test_mutation_trie_fast_path_without_plain_check_is_caught(monkeypatch):
+    """Inject a bug: treat every subtree as string-safe. The oracle comparison must notice."""
+    bad = TokenTrie(VOCAB)
+    bad.plain = [True] * len(bad.plain)
+    c = ToolCallConstraint(REGISTRY, VOCAB, trie=bad, force_call=True)
+    for b in b'<tool_call>{"name": "clock", "arguments": {"timezone": "':
+        c.state = c.matcher.advance(c.state, b)
+    assert not np.array_equal(c.mask(), brute_force_mask(c))
