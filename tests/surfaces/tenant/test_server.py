@@ -140,3 +140,25 @@ def test_a_stored_completion_is_readable_by_its_tenant_only(port):
 def test_unknown_route_is_a_json_404(port):
     status, _, raw = request(port, "GET", "/v2/nothing", key="sk-acme-1")
     assert status == 404 and "error" in json.loads(raw)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_schema_the_runtime_cannot_follow_is_a_400_before_any_stream(live_server, stream):
+    from bonsai_tenant.runtime_backend import RuntimeBackend
+    from test_runtime_backend import EchoTemplate, FakeEngine
+
+    def factory(spec):
+        return RuntimeBackend(FakeEngine("hi"), EchoTemplate())
+
+    port = live_server(create_app(ServerConfig.from_keys(KEYS, MODELS), factory)).port
+    bad = {"type": "function", "function": {"name": "bad name!", "parameters": {"type": "object"}}}
+    status, headers, raw = chat(port, {"model": "smollm2", "stream": stream, "tools": [bad],
+                                       "messages": [{"role": "user", "content": "x"}]})
+    assert status == 400 and headers["content-type"] == "application/json"
+    assert json.loads(raw)["error"]["message"].startswith("tools: tool 'bad name!'")
+    status, _, raw = chat(port, {"model": "smollm2", "stream": stream, "messages": [{"role": "user", "content": "x"}]})
+    if stream:
+        text = "".join(e["choices"][0]["delta"].get("content", "") for e in sse_events(raw)[:-1])
+    else:
+        text = json.loads(raw)["choices"][0]["message"]["content"]
+    assert status == 200 and text == "hi"

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bonsai.tools import Tool, ToolRegistry
+
 from .errors import ToolError
 from .events import Backend, Finish, TextDelta, ToolCall
-from .tools import Tool, as_tools
 
 Messages = str | Sequence[Mapping[str, Any]]
 
@@ -51,8 +52,8 @@ def _open_backend(model: str | Path | Backend | None) -> Backend:
 class Assistant:
     """A chat assistant: `model` is a GGUF path, None for the default model, or any Backend.
 
-    Tools are plain functions (or `Tool`s); when the model calls one, the assistant runs it, feeds
-    the result back and lets the model continue, at most `max_tool_rounds` times.
+    Tools are typed, documented functions (or `bonsai.tools.Tool`s); when the model calls one,
+    the assistant runs it, feeds the result back and lets the model continue, at most `max_tool_rounds` times.
     """
 
     def __init__(
@@ -65,7 +66,7 @@ class Assistant:
         max_tool_rounds: int = 4,
     ) -> None:
         self.backend = _open_backend(model)
-        self.tools = as_tools(tools)
+        self.tools = ToolRegistry(tools)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.max_tool_rounds = max_tool_rounds
@@ -89,7 +90,7 @@ class Assistant:
         return Reply("".join(text), tuple(calls), reason, history)
 
     def _run(self, history: list[dict[str, Any]]) -> Iterator[Chunk]:
-        specs = [tool.to_openai() for tool in self.tools.values()]
+        specs = self.tools.specs()
         for _round in range(self.max_tool_rounds + 1):
             text: list[str] = []
             calls: list[ToolCall] = []
@@ -117,12 +118,8 @@ class Assistant:
 
     def _call(self, call: ToolCall) -> str:
         """The tool's result, or an error text the model can read; a bad call never raises."""
-        tool = self.tools.get(call.name)
-        if tool is None:
-            return f"error: no tool named {call.name!r}; available: {', '.join(sorted(self.tools)) or 'none'}"
         try:
-            return tool.call(call)
+            arguments = call.parsed_arguments()
         except ToolError as exc:
             return f"error: {exc}"
-        except Exception as exc:  # noqa: BLE001 - a failing tool is reported to the model, not raised
-            return f"error: tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+        return self.tools.run(call.id, call.name, arguments).content

@@ -17,6 +17,10 @@ class ToolError(TenantError):
     """A tool was declared or called wrongly; the message names the tool."""
 
 
+class InvalidRequest(TenantError):
+    """A request the backend cannot serve as asked (bad tool schema, prompt too long): a 400."""
+
+
 class ApiError(TenantError):
     """An HTTP request is refused: carries the status and the OpenAI-style error fields."""
 

@@ -17,8 +17,8 @@ from starlette.routing import Route
 
 from bonsai.errors import BonsaiError
 
-from .errors import ApiError
-from .events import Backend
+from .errors import ApiError, InvalidRequest
+from .events import Backend, Event
 from .openai_request import ChatRequest, parse_chat_request, parse_json
 from .openai_response import Completion, sse
 from .tenants import ModelSpec, ServerConfig, Tenant
@@ -74,26 +74,34 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                                     code="not_found" if exc.status_code == 404 else None))
 
 
-def _turn(state: _State, spec: ModelSpec, req: ChatRequest) -> Iterator[Any]:
-    backend = state.backend(spec)
-    return backend.stream(req.messages, tools=req.tools, max_tokens=req.max_tokens, temperature=req.temperature)
+def _turn(state: _State, spec: ModelSpec, req: ChatRequest) -> Iterator[Event]:
+    """Start one turn (loads the model on first use); request problems the backend finds are 400s."""
+    try:
+        backend = state.backend(spec)
+        return iter(backend.stream(req.messages, tools=req.tools, max_tokens=req.max_tokens,
+                                   temperature=req.temperature))
+    except InvalidRequest as exc:
+        raise ApiError(400, str(exc), code="invalid_value") from exc
+    except BonsaiError as exc:
+        raise ApiError(500, f"model {spec.id!r} failed to start: {exc}", type="server_error") from exc
 
 
 def _run_turn(state: _State, spec: ModelSpec, req: ChatRequest) -> Completion:
     completion = Completion(req.model)
+    events = _turn(state, spec, req)
     try:
-        for event in _turn(state, spec, req):
+        for event in events:
             completion.add(event)
     except BonsaiError as exc:
         raise ApiError(500, f"generation failed: {exc}", type="server_error") from exc
     return completion
 
 
-def _sse_turn(state: _State, tenant: Tenant, spec: ModelSpec, req: ChatRequest) -> Iterator[bytes]:
+def _sse_turn(state: _State, tenant: Tenant, req: ChatRequest, events: Iterator[Event]) -> Iterator[bytes]:
     completion = Completion(req.model)
     yield sse(completion.first_chunk())
     try:
-        for event in _turn(state, spec, req):
+        for event in events:
             chunk = completion.add(event)
             if chunk is not None:
                 yield sse(chunk)
@@ -119,7 +127,8 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
         req = parse_chat_request(parse_json(await request.body()))
         spec = config.model_for(tenant, req.model)
         if req.stream:
-            return StreamingResponse(_sse_turn(state, tenant, spec, req), media_type="text/event-stream",
+            events = await run_in_threadpool(_turn, state, spec, req)
+            return StreamingResponse(_sse_turn(state, tenant, req, events), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache"})
         completion = await run_in_threadpool(_run_turn, state, spec, req)
         if req.store:
