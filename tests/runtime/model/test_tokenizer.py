@@ -238,3 +238,20 @@ def test_unknown_pre_tokenizer_is_named():
         TokenizerError, match=r"tokenizer\.ggml\.pre: pre-tokenizer 'llama-bpe' is not supported"
     ):
         Tokenizer(["a"], [], pre="llama-bpe", source="m.gguf")
+
+
+def test_qwen2_tokenizer_of_the_synthetic_model_matches_hf(tmp_path):
+    from tests.runtime.model.synthetic import write_tiny_gguf
+
+    tok = Tokenizer.from_gguf(GGUFReader(write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3")))
+    assert tok.pre == "qwen2" and tok.vocab_size > 256
+    pre = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    hf = hf_tokenizer(tok, pre)
+    texts = CORPUS + _random_texts(500, seed=11)
+    assert [tok.encode(t) for t in texts] == [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    assert tok.decode(tok.encode("The capital of France is Paris.")) == "The capital of France is Paris."
