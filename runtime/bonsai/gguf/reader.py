@@ -155,8 +155,11 @@ class GGUFReader:
                 if size == 0:
                     buf: Any = b""
                 else:
-                    self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                    buf = self._mmap
+                    try:
+                        self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                        buf = self._mmap
+                    except (OSError, ValueError):  # no mmap on this filesystem (e.g. some WASM FS)
+                        buf = fh.read()
         except FileNotFoundError as exc:
             raise GGUFError(self.path, "file", "no such file") from exc
         except IsADirectoryError as exc:

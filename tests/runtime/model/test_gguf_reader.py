@@ -308,3 +308,20 @@ def test_oracle_comparison_catches_a_wrong_block_size(tmp_path, monkeypatch):
     monkeypatch.setattr(reader_module, "BLOCK_SIZES", sizes)
     with pytest.raises(AssertionError):
         assert_matches_oracle(path)
+
+
+def test_falls_back_to_reading_when_mmap_is_unavailable(tmp_path, monkeypatch):
+    import mmap
+
+    import bonsai.gguf.reader as reader_module
+
+    def no_mmap(*args, **kwargs):
+        raise OSError("mmap not supported here")
+
+    path = write_small(tmp_path / "small.gguf")
+    expected = GGUFReader(path)
+    monkeypatch.setattr(reader_module.mmap, "mmap", no_mmap)
+    r = GGUFReader(path)
+    assert r._mmap is None and r.metadata == expected.metadata
+    assert all(r.tensor_data(n) == expected.tensor_data(n) for n in r.tensors)
+    assert mmap.mmap is no_mmap  # the patch really applied to the module the reader uses
