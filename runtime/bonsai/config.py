@@ -119,6 +119,18 @@ class ModelConfig:
                 f"{arch}.attention.value_length",
                 f"{value_length} differs from key_length {head_dim}; Bonsai needs them equal",
             )
+        rope_dim = reader.get(f"{arch}.rope.dimension_count", head_dim)
+        if rope_dim != head_dim:
+            raise GGUFError(
+                reader.path,
+                f"{arch}.rope.dimension_count",
+                f"partial RoPE ({rope_dim} of {head_dim} dims) is not supported",
+            )
+        scaling = reader.get(f"{arch}.rope.scaling.type", "none")
+        if scaling != "none":
+            raise GGUFError(
+                reader.path, f"{arch}.rope.scaling.type", f"RoPE scaling {scaling!r} is not supported"
+            )
         tokens = reader.get("tokenizer.ggml.tokens")
         vocab_size = reader.get(f"{arch}.vocab_size") or (len(tokens) if tokens else None)
         if vocab_size is None and "token_embd.weight" in reader.tensors:

@@ -106,3 +106,20 @@ def test_missing_tensor_and_unsupported_tensor_type_are_named(tmp_path):
         UnsupportedTensorTypeError, match=r"tensor 'token_embd\.weight': type Q4_K is not supported"
     ):
         check_tensors(k_reader, cfg256)
+
+
+def test_partial_rope_and_rope_scaling_are_refused_by_name(tmp_path):
+    from bonsai.gguf import GGUFError
+
+    with pytest.raises(GGUFError, match=r"llama\.rope\.dimension_count: partial RoPE \(8 of 16 dims\)"):
+        ModelConfig.from_gguf(_write(tmp_path / "p.gguf", "llama", **{"rope.dimension_count": 8}))
+    w = gguf.GGUFWriter(tmp_path / "s.gguf", "llama")
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    for key, value in {"block_count": 1, "embedding_length": 64, "attention.head_count": 4}.items():
+        w.add_uint32(f"llama.{key}", value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(GGUFError, match=r"llama\.rope\.scaling\.type: RoPE scaling 'yarn' is not supported"):
+        ModelConfig.from_gguf(GGUFReader(tmp_path / "s.gguf"))
