@@ -5,6 +5,7 @@
 //   checks=attention[,…]   checks to run ("" for none; default "attention")
 //   mutate=NAME            build the attention kernel with a deliberate bug (mutation tests)
 //   model=URL              fetch a GGUF model from URL (e.g. http://127.0.0.1:PORT/model.gguf)
+//   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT
 // The outcome is shown in the page and left in `window.__result` ({ok, checks, error, …}).
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
@@ -92,6 +93,8 @@ async function main() {
   const params = {
     checks: (query.has("checks") ? query.get("checks") : "attention").split(",").filter(Boolean),
     mutate: query.get("mutate") || "",
+    prompt: query.get("prompt") || "",
+    tokens: Number(query.get("tokens") || 4),
   };
   let pyodide;
   try {

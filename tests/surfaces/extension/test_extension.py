@@ -77,3 +77,36 @@ def test_a_corrupted_model_file_shows_a_named_error(browser, model_server, corru
     # visible in the page, named, with the file: not a hung tab and not only in the console
     assert f'Check "model": {error_type}' in result["page_text"] and bad.name in result["page_text"]
     assert not result["ok"]
+
+
+def test_device_loss_is_reported_and_a_new_device_gives_the_same_bits(browser):
+    result = browser.open("page.html?checks=device_loss")
+    check = result["checks"]["device_loss"]
+    assert check["ok"] and check["lost"].startswith("destroyed"), result
+    assert check["raised"].startswith("DeviceLostError") and check["same_bits_after_recovery"], result
+
+
+PROMPT = "The capital of France is"
+N_TOKENS = 4
+
+
+def test_greedy_tokens_in_the_browser_equal_the_native_runtime(browser, model_server, gpu):
+    from bonsai.models import default_model_path
+
+    root, base = model_server
+    model = Path(default_model_path())
+    (root / model.name).symlink_to(model)
+    result = browser.open(f"page.html?checks=&model={base}/{model.name}&prompt={PROMPT}&tokens={N_TOKENS}",
+                          timeout=240)
+    check = result["checks"].get("generate", result["checks"].get("model"))
+    error = check.get("error") or {}
+    if error.get("type") == "ModuleNotFoundError" and "numpy" in error.get("message", ""):
+        pytest.xfail(f"the engine needs numpy, which Pyodide here lacks: {error.get('traceback', '').strip().splitlines()[-3:]}")
+    assert check["ok"], result
+
+    from bonsai.engine import Engine, Sampling
+
+    engine = Engine.load(model, gpu=gpu, progress=False, max_positions=64)
+    native = engine.generate(engine.tokenizer.encode(PROMPT), max_tokens=N_TOKENS, sampling=Sampling())
+    assert check["prompt_ids"] == engine.tokenizer.encode(PROMPT)
+    assert check["tokens"] == native.tokens, (check, native.tokens)

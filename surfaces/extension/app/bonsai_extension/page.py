@@ -36,8 +36,8 @@ def _check(name: str, results: dict, fn: Any, *args: Any, **kwargs: Any) -> None
 def run(params: Any) -> str:
     """Run the checks in `params` (a dict from page.js); the JSON result the page shows and tests read.
 
-    params: checks (list of "attention"), mutate (attention mutation switch), model_path + model_name
-    (a model written into the file system by the page).
+    params: checks (list of "attention", "device_loss"), mutate (attention mutation switch), model_path + model_name
+    (a model written into the file system by the page), prompt + tokens (greedy generation with it).
     """
     params = dict(params)
     result: dict[str, Any] = {"ok": False, "checks": {}, "error": None}
@@ -50,10 +50,19 @@ def run(params: Any) -> str:
             from . import attention_check
 
             _check("attention", result["checks"], attention_check.run, gpu, mutate=params.get("mutate", ""))
+        if "device_loss" in params.get("checks", []):
+            from . import device_check
+
+            _check("device_loss", result["checks"], device_check.run, BrowserGpu.create)
         if params.get("model_path"):
             from . import model_check
 
             _check("model", result["checks"], model_check.run, params["model_path"], params.get("model_name"))
+            if params.get("prompt") and result["checks"]["model"]["ok"]:
+                from . import generate_check
+
+                _check("generate", result["checks"], generate_check.run, gpu or BrowserGpu.create(),
+                       params["model_path"], params.get("model_name"), params["prompt"], int(params.get("tokens", 4)))
     except Exception as exc:  # noqa: BLE001 - reported in the page, never a silent hang
         result["error"] = describe(exc)
     result["ok"] = result["error"] is None and bool(result["checks"]) and all(
