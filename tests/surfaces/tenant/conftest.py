@@ -55,3 +55,45 @@ def live_server():
     yield start
     for server in servers:
         server.__exit__()
+
+
+OS_TESTS = HERE.parent / "os"  # surface_repo.py: the synced scenario repository both surfaces build from
+if str(OS_TESTS) not in sys.path:
+    sys.path.insert(0, str(OS_TESTS))
+
+
+@pytest.fixture(scope="session")
+def tenant_repo(tmp_path_factory):
+    from surface_repo import make_repo
+
+    return make_repo(tmp_path_factory.mktemp("tenant-repo"))
+
+
+@pytest.fixture(scope="session")
+def tenant_wheel(tenant_repo, tmp_path_factory):
+    from surface_repo import config
+
+    from bonsai_sync.build import build_surface
+
+    return build_surface(config(tenant_repo), "tenant", tmp_path_factory.mktemp("dist-1"))
+
+
+@pytest.fixture(scope="session")
+def tenant_venv(tenant_wheel, tmp_path_factory):
+    """A fresh venv with the wheel installed by pip. Its dependencies are not downloaded: a .pth
+    line points at this environment's site-packages (a plain path entry, so the editable `bonsai`
+    finder there stays off and `bonsai` can only come from the wheel)."""
+    import subprocess
+    import sysconfig
+
+    home = tmp_path_factory.mktemp("tenant-venv")
+    venv = home / "venv"
+    subprocess.run([str(Path(sys.base_prefix) / "bin" / "python3"), "-m", "venv", "--without-pip", str(venv)],
+                   check=True)
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "_bonsai_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                           "--no-index", "--disable-pip-version-check", "-q", str(tenant_wheel)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return venv

