@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import BonsaiError
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled compute pipeline and the name of the shader it came from (same shape as device.Kernel)."""
+
+    name: str
+    pipeline: Any = field(compare=False, repr=False)
 
 
 class GpuValidationError(BonsaiError):

@@ -17,8 +17,7 @@ from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
 from . import shaders
-from .backend import GpuValidationError, round_up
-from .device import Kernel
+from .backend import GpuValidationError, Kernel, round_up
 
 # Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
 _WANTED_LIMITS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import zipfile
@@ -36,3 +37,28 @@ def test_the_zip_is_reproducible_and_sorted(pyodide_dir: Path, tmp_path: Path):
 def test_missing_pyodide_names_the_fetch_script(tmp_path: Path):
     with pytest.raises(UsageError, match="fetch_pyodide.sh"):
         build_extension(REPO, tmp_path / "dist", pyodide_dir=tmp_path / "nowhere", closure_dir=tmp_path)
+
+
+def _imported_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_closure_has_no_numpy_or_wgpu(extension_zip: Path):
+    """Every Python file the page can import, at any nesting, imports neither numpy nor wgpu."""
+    with zipfile.ZipFile(extension_zip) as zf:
+        names = zf.namelist()
+        if "python/SYNC_REFUSED.txt" in names:
+            pytest.xfail("bonsai-sync refused the extension closure: " + zf.read("python/SYNC_REFUSED.txt").decode())
+        offenders = {
+            name: sorted(found)
+            for name in names if name.startswith("python/") and name.endswith(".py")
+            if (found := _imported_names(zf.read(name).decode()) & {"numpy", "wgpu"})
+        }
+    assert offenders == {}
+    assert "python/bonsai/gpu/browser.py" in names and "python/bonsai/kv/attention.wgsl" in names
