@@ -1,21 +1,55 @@
-"""Tool calling: declared tools, a split-proof streaming parser, constrained decoding, the loop."""
+"""Tool calling: declared tools, a split-proof streaming parser, constrained decoding, the loop.
+
+Importing this package does not import numpy (the browser surface runs without it): the
+constrained-decoding names (ToolCallConstraint, TokenTrie, vocabulary) load on first use.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .builtin import BUILTIN_NAMES, builtin_registry, builtin_tool
 from .errors import ToolArgumentError, ToolDefinitionError, ToolError, ToolExecutionError
+from .events import TextEvent, ToolCallEvent, ToolErrorEvent, coalesce
+from .loop import LoopResult, LoopStep, ToolLoop
+from .parser import ToolCallParser, parse_text
+from .prompt import ToolPrompt
 from .registry import Tool, ToolRegistry, ToolResult, tool
+
+_LAZY = {"ToolCallConstraint": "constrain", "vocabulary": "constrain", "TokenTrie": "trie"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BUILTIN_NAMES",
+    "LoopResult",
+    "LoopStep",
+    "TextEvent",
+    "TokenTrie",
     "Tool",
     "ToolArgumentError",
+    "ToolCallConstraint",
+    "ToolCallEvent",
+    "ToolCallParser",
     "ToolDefinitionError",
     "ToolError",
+    "ToolErrorEvent",
     "ToolExecutionError",
+    "ToolLoop",
+    "ToolPrompt",
     "ToolRegistry",
     "ToolResult",
     "builtin_registry",
     "builtin_tool",
+    "coalesce",
+    "parse_text",
     "tool",
+    "vocabulary",
 ]

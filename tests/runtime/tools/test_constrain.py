@@ -148,7 +148,7 @@ def assert_one_valid_call(data: bytes) -> ToolCallEvent:
     return calls[0]
 
 
-@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_every_sequence_the_mask_allows_parses_and_validates(data):
     constraint = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, force_call=True)
