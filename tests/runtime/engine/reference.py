@@ -38,8 +38,11 @@ def _rope(x, pos, base, neox):  # x (t, h, d)
     return out
 
 
-def forward(path, ids: list[int]) -> np.ndarray:
-    """Logits (len(ids), vocab) in float64 for tokens at positions 0..len(ids)-1."""
+def forward(path, ids: list[int], kv_roundtrip=None) -> np.ndarray:
+    """Logits (len(ids), vocab) in float64 for tokens at positions 0..len(ids)-1.
+
+    `kv_roundtrip(rows) -> rows` (optional) is applied to K (after RoPE) and V, e.g. 4-bit quantisation.
+    """
     r = GGUFReader(path)
     arch = _field(r, "general.architecture")
     g = lambda k: _field(r, f"{arch}.{k}")  # noqa: E731
@@ -62,6 +65,8 @@ def forward(path, ids: list[int]) -> np.ndarray:
             q = _rms(q, _w(r, p + "attn_q_norm.weight"), eps)
             k = _rms(k, _w(r, p + "attn_k_norm.weight"), eps)
         q, k = _rope(q, pos, base, neox), _rope(k, pos, base, neox)
+        if kv_roundtrip is not None:
+            k, v = kv_roundtrip(k), kv_roundtrip(v)
         d = q.shape[-1]
         rep = n_heads // n_kv
         k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)

@@ -15,3 +15,12 @@ TEXT = (
     "water; in the plumed seed which is wafted by the gentlest breeze; in short, we see beautiful "
     "adaptations everywhere and in every part of the organic world."
 )
+
+TEXT += (
+    " The term, struggle for existence, is used in a large sense. I should premise that I use this term in "
+    "a large and metaphorical sense including dependence of one being on another, and including (which is "
+    "more important) not only the life of the individual, but success in leaving progeny. Two canine "
+    "animals, in a time of dearth, may be truly said to struggle with each other which shall get food and "
+    "live. But a plant on the edge of a desert is said to struggle for life against the drought, though "
+    "more properly it should be said to be dependent on the moisture."
+)
