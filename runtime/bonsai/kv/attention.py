@@ -31,6 +31,17 @@ class Mutations:
 
 NO_MUTATIONS = Mutations()
 
+# Two kernels of one family (same parameters, window descriptors and state layout): "wide" gives
+# each (token, head) a workgroup of head_dim invocations, "serial" one invocation. Both keep the
+# invariant; the tests run both.
+VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl"}
+
+
+def default_variant(gpu: Any) -> str:
+    """"serial" on CPU adapters (lavapipe: barriers are slow there), else "wide"."""
+    info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
+    return "serial" if "cpu" in str(info.get("adapter_type", "")).lower() else "wide"
+
 
 @dataclass(frozen=True)
 class Window:
@@ -59,7 +70,8 @@ class Attention:
     """Records attention for one shape: n_heads query heads over n_kv KV heads of head_dim, `mode` rows."""
 
     def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str,
-                 mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None) -> None:
+                 mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None,
+                 variant: str = "auto") -> None:
         if mode not in MODES:
             raise ValueError(f"KV mode must be one of {MODES}, got {mode!r}")
         if n_heads % n_kv:
@@ -67,8 +79,11 @@ class Attention:
         self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, mode
         self.mutations = mutations
         self.params = params or ParamCache(gpu)
+        self.variant = default_variant(gpu) if variant == "auto" else variant
+        if self.variant not in VARIANTS:
+            raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
         self.fold = gpu.kernel(
-            "bonsai.kv", "attention.wgsl", HEAD_DIM=head_dim, ROW_WORDS=row_words(head_dim, mode),
+            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=head_dim, ROW_WORDS=row_words(head_dim, mode),
             Q4=mode != "f32", MUT_NORMALISE=mutations.normalise_each_window,
             MUT_GQA=mutations.gqa_modulo, MUT_CAUSAL=mutations.causal_plus_one,
         )
@@ -108,7 +123,12 @@ class Attention:
     def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool) -> None:
         """Fold the positions of `win` into `state` (windows must come in increasing order)."""
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first)
-        self.gpu.dispatch(self.fold, [params, wp, q, win.k, win.v, state], (_groups(n_q * self.n_heads),))
+        n = n_q * self.n_heads
+        if self.variant == "serial":  # one invocation per (token, head)
+            groups: tuple[int, ...] = (_groups(n),)
+        else:  # one workgroup per (token, head), folded to 2D past 65535
+            groups = (min(n, 65535), -(-n // 65535))
+        self.gpu.dispatch(self.fold, [params, wp, q, win.k, win.v, state], groups)
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""

@@ -6,10 +6,12 @@
 //   l = sum exp(s - m), acc = sum exp(s - m) * v. It lives in this f32 buffer between dispatches,
 //   so stopping after any position and resuming in the next dispatch performs exactly the same
 //   f32 operations in the same order as one long loop. Nothing here depends on where a window
-//   starts or ends; acc / l happens once, in finalize.wgsl, never here.
+//   starts or ends (the dot product's reduction tree is fixed by HD alone); acc / l happens once,
+//   in finalize.wgsl, never here.
 //
-// Query token t sits at absolute position p.pos_base + t and sees positions [0, pos_base + t].
-// Query head h reads KV head h / (n_heads / n_kv) (GQA).
+// One workgroup per (query token t, head h); invocation j owns acc[j]. m and l are computed
+// identically by every invocation. Query token t sits at absolute position p.pos_base + t and
+// sees positions [0, pos_base + t]. Query head h reads KV head h / (n_heads / n_kv) (GQA).
 
 struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
 // One window: absolute positions [start, end); the bound K/V buffers hold position buf_base at
@@ -32,6 +34,8 @@ const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
 const MUT_GQA: bool = {{MUT_GQA}};
 const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
 
+var<workgroup> red: array<f32, {{HEAD_DIM}}>;
+
 fn h2f(h: u32) -> f32 {
     let e = (h >> 10u) & 31u;
     let m = h & 1023u;
@@ -39,10 +43,27 @@ fn h2f(h: u32) -> f32 {
     return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let idx = gid.x;
+fn load_k(base: u32, j: u32) -> f32 {
+    if (Q4) {
+        let s = h2f(kc[base + HD / 8u] & 0xffffu);
+        return f32(i32((kc[base + j / 8u] >> (4u * (j % 8u))) & 15u) - 8) * s;
+    }
+    return bitcast<f32>(kc[base + j]);
+}
+
+fn load_v(base: u32, j: u32) -> f32 {
+    if (Q4) {
+        let s = h2f(vc[base + HD / 8u] & 0xffffu);
+        return f32(i32((vc[base + j / 8u] >> (4u * (j % 8u))) & 15u) - 8) * s;
+    }
+    return bitcast<f32>(vc[base + j]);
+}
+
+@compute @workgroup_size({{HEAD_DIM}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let idx = wid.y * 65535u + wid.x;
     if (idx >= p.n_q * p.n_heads) { return; }
+    let j = lid.x;
     let t = idx / p.n_heads;
     let h = idx % p.n_heads;
     var g = h / (p.n_heads / p.n_kv);
@@ -53,54 +74,39 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
     var m = NEG_BIG;
     var l = 0.0;
-    var acc: array<f32, {{HEAD_DIM}}>;
-    var qv: array<f32, {{HEAD_DIM}}>;
-    for (var j = 0u; j < HD; j = j + 1u) {
-        qv[j] = q[idx * HD + j];
-        acc[j] = 0.0;
-    }
+    var acc = 0.0;
     if (w.first == 0u) {
         m = state[sb];
         l = state[sb + 1u];
-        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = state[sb + 2u + j]; }
+        acc = state[sb + 2u + j];
     }
+    let qj = q[idx * HD + j];
 
     let end = min(w.end, limit);
     for (var pos = w.start; pos < end; pos = pos + 1u) {
         let row = ((pos - w.buf_base) * p.n_kv + g) * ROW_WORDS;
-        var dot = 0.0;
-        var vrow: array<f32, {{HEAD_DIM}}>;
-        if (Q4) {
-            let ks = h2f(kc[w.k_off + row + HD / 8u] & 0xffffu);
-            let vs = h2f(vc[w.v_off + row + HD / 8u] & 0xffffu);
-            for (var c = 0u; c < HD / 8u; c = c + 1u) {
-                let kw = kc[w.k_off + row + c];
-                let vw = vc[w.v_off + row + c];
-                for (var i = 0u; i < 8u; i = i + 1u) {
-                    let kx = f32(i32((kw >> (4u * i)) & 15u) - 8) * ks;
-                    dot = dot + qv[c * 8u + i] * kx;
-                    vrow[c * 8u + i] = f32(i32((vw >> (4u * i)) & 15u) - 8) * vs;
-                }
-            }
-        } else {
-            for (var j = 0u; j < HD; j = j + 1u) {
-                dot = dot + qv[j] * bitcast<f32>(kc[w.k_off + row + j]);
-                vrow[j] = bitcast<f32>(vc[w.v_off + row + j]);
-            }
+        red[j] = qj * load_k(w.k_off + row, j);
+        workgroupBarrier();
+        for (var stride = HD / 2u; stride > 0u; stride = stride / 2u) {
+            if (j < stride) { red[j] = red[j] + red[j + stride]; }
+            workgroupBarrier();
         }
-        let s = dot * p.qk_scale;
+        let s = red[0] * p.qk_scale;
+        workgroupBarrier();  // everyone has read red[0] before the next position overwrites it
         let m_new = max(m, s);
         let c_old = exp(m - m_new);
         let e = exp(s - m_new);
         l = l * c_old + e;
-        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = acc[j] * c_old + e * vrow[j]; }
+        acc = acc * c_old + e * load_v(w.v_off + row, j);
         m = m_new;
     }
     if (MUT_NORMALISE) {  // bug (3): normalise at the window boundary and carry on
-        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = acc[j] / l; }
+        acc = acc / l;
         l = 1.0;
     }
-    state[sb] = m;
-    state[sb + 1u] = l;
-    for (var j = 0u; j < HD; j = j + 1u) { state[sb + 2u + j] = acc[j]; }
+    if (j == 0u) {
+        state[sb] = m;
+        state[sb + 1u] = l;
+    }
+    state[sb + 2u + j] = acc;
 }

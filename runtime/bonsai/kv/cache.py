@@ -39,7 +39,7 @@ class KVCache:
 
     def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
                  mode: str = "f32", window: int = 64, vram_budget: int | None = None,
-                 staging_positions: int = 512) -> None:
+                 staging_positions: int = 512, variant: str = "auto") -> None:
         if mode not in MODES:
             raise KVError(f"KVCache mode must be one of {', '.join(MODES)}, got {mode!r}")
         if min(n_layers, n_kv_heads, head_dim, max_positions, window, staging_positions) < 1:
@@ -62,6 +62,7 @@ class KVCache:
                       for _ in range(n_layers)]
         self.length = [0] * n_layers  # positions committed to the host master, per layer
         self.staging_positions = staging_positions
+        self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
         self._staging_words = staging_positions * n_layers * 2 * self.pos_words
         self._staging_flags = staging_positions * n_layers * 2 * n_kv_heads
         self._bind(gpu)
@@ -188,7 +189,7 @@ class KVCache:
             if n_heads % self.n_kv:
                 raise KVError(f"n_heads={n_heads} is not a multiple of the cache's n_kv_heads={self.n_kv}")
             att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.mode,
-                                                   params=self._params)
+                                                   params=self._params, variant=self.variant)
         return att
 
     def restore(self, new_gpu: Any) -> None:

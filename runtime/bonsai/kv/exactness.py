@@ -74,11 +74,11 @@ def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndar
 
 
 def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations = NO_MUTATIONS,
-             params: ParamCache | None = None, seed: int = 0) -> CaseResult:
+             params: ParamCache | None = None, seed: int = 0, variant: str = "auto") -> CaseResult:
     """Record the case once per window size (plus the whole cache), read back once, compare."""
     q, k, v = case_data(case, seed)
     ks, vs = stored(k, v, case.mode)
-    att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params)
+    att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params, variant)
     k_buf, v_buf, q_buf = gpu.upload(ks), gpu.upload(vs), gpu.upload(q)
     sizes = [case.kv_len] + [w for w in window_sizes if w != case.kv_len]
     out_bytes = q.nbytes
@@ -111,10 +111,11 @@ def matrix(kv_len: int, modes: tuple[str, ...] = ("f32", "q4", "q4r"), head_dims
 
 
 def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = None,
-               mutations: Mutations = NO_MUTATIONS) -> list[CaseResult]:
-    """Run every case (window sizes 1..kv_len unless given)."""
+               mutations: Mutations = NO_MUTATIONS, variant: str = "auto") -> list[CaseResult]:
+    """Run every case (window sizes 1..kv_len unless given) on the `variant` kernel."""
     params = ParamCache(gpu, limit=1 << 16)
-    return [run_case(gpu, c, window_sizes or list(range(1, c.kv_len + 1)), mutations, params) for c in cases]
+    return [run_case(gpu, c, window_sizes or list(range(1, c.kv_len + 1)), mutations, params, 0, variant)
+            for c in cases]
 
 
 def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
@@ -122,6 +123,7 @@ def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
     return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4") for n_q in (1, prefill)]
 
 
-def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16) -> list[CaseResult]:
+def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16,
+                   variant: str = "auto") -> list[CaseResult]:
     """Run the mutation cut with `mutations` injected (window sizes 1, 5 and whole)."""
-    return run_matrix(gpu, mutation_cases(kv_len, prefill), [1, 5, kv_len], mutations)
+    return run_matrix(gpu, mutation_cases(kv_len, prefill), [1, 5, kv_len], mutations, variant)

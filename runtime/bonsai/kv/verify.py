@@ -17,24 +17,27 @@ def verify() -> None:
 @verify.command()
 @click.option("--kv-len", default=64, show_default=True, help="Cached positions per case (window sizes 1..kv-len).")
 @click.option("--prefill", default=16, show_default=True, help="Tokens in the causal prefill block.")
-def attention(kv_len: int, prefill: int) -> None:
+@click.option("--variant", type=click.Choice(["auto", "wide", "serial"]), default="auto", show_default=True,
+              help="Attention kernel variant (auto: serial on CPU adapters, wide on GPUs).")
+def attention(kv_len: int, prefill: int, variant: str) -> None:
     """Windowed == whole-cache attention, bit for bit, fp64-bounded; and six injected bugs caught."""
     from ..gpu import Gpu
-    from .attention import Mutations
+    from .attention import Mutations, default_variant
     from .exactness import check_mutation, matrix, run_matrix
 
     if not 1 <= prefill < kv_len:
         raise click.BadParameter(f"must be between 1 and kv-len - 1 ({kv_len - 1})", param_hint="--prefill")
     gpu = Gpu.create()
-    click.echo(f"device: {gpu.description}")
+    variant = default_variant(gpu) if variant == "auto" else variant
+    click.echo(f"device: {gpu.description}; attention variant: {variant}")
     failed = 0
     t0 = time.perf_counter()
-    for r in run_matrix(gpu, matrix(kv_len, prefill=prefill)):
+    for r in run_matrix(gpu, matrix(kv_len, prefill=prefill), variant=variant):
         failed += not r.ok
         click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.describe()}")
     click.echo(f"exactness matrix: window sizes 1..{kv_len}, {time.perf_counter() - t0:.1f} s")
     for f in dataclasses.fields(Mutations):
-        results = check_mutation(gpu, Mutations(**{f.name: True}), kv_len, prefill)
+        results = check_mutation(gpu, Mutations(**{f.name: True}), kv_len, prefill, variant)
         caught = [r for r in results if not r.ok]
         failed += not caught
         how = f"caught by {len(caught)}/{len(results)} cases" if caught else "NOT CAUGHT"

@@ -1,0 +1,109 @@
+// Fold one window of cached positions into the online-softmax state of every (query token, head):
+// the serial variant, one invocation per (token, head) looping over head_dim. Chosen on CPU
+// adapters (lavapipe), where workgroup barriers are expensive; attention.wgsl is the wide variant.
+// Same params, window descriptor and state layout as attention.wgsl.
+//
+// INVARIANT (the reason windowed attention is bit-identical to whole-cache attention):
+//   state[(t, h)] = (m, l, acc[HD]) holds the fold of positions 0..P-1, one position at a time in
+//   increasing order, for P = the first position not yet folded; m = running max of the scores,
+//   l = sum exp(s - m), acc = sum exp(s - m) * v. It lives in this f32 buffer between dispatches,
+//   so stopping after any position and resuming in the next dispatch performs exactly the same
+//   f32 operations in the same order as one long loop. Nothing here depends on where a window
+//   starts or ends; acc / l happens once, in finalize.wgsl, never here.
+//
+// Query token t sits at absolute position p.pos_base + t and sees positions [0, pos_base + t].
+// Query head h reads KV head h / (n_heads / n_kv) (GQA).
+
+struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
+// One window: absolute positions [start, end); the bound K/V buffers hold position buf_base at
+// row 0, starting at word k_off / v_off; first == 1 starts a fresh state.
+struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, first: u32, w0: u32, w1: u32 }
+
+@group(0) @binding(0) var<storage, read> p: Params;
+@group(0) @binding(1) var<storage, read> w: Window;
+@group(0) @binding(2) var<storage, read> q: array<f32>;        // [n_q, n_heads, HD]
+@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
+@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
+@group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 + HD]
+
+const HD: u32 = {{HEAD_DIM}}u;
+const ROW_WORDS: u32 = {{ROW_WORDS}}u;
+const Q4: bool = {{Q4}};
+const NEG_BIG: f32 = -3.0e38;
+// Mutations for the test suite only (bonsai.kv.attention.Mutations); all false in the runtime.
+const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
+const MUT_GQA: bool = {{MUT_GQA}};
+const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
+
+fn h2f(h: u32) -> f32 {
+    let e = (h >> 10u) & 31u;
+    let m = h & 1023u;
+    if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }
+    return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let idx = gid.x;
+    if (idx >= p.n_q * p.n_heads) { return; }
+    let t = idx / p.n_heads;
+    let h = idx % p.n_heads;
+    var g = h / (p.n_heads / p.n_kv);
+    if (MUT_GQA) { g = h % p.n_kv; }
+    var limit = p.pos_base + t + 1u;  // exclusive
+    if (MUT_CAUSAL) { limit = limit + 1u; }
+    let sb = idx * (HD + 2u);
+
+    var m = NEG_BIG;
+    var l = 0.0;
+    var acc: array<f32, {{HEAD_DIM}}>;
+    var qv: array<f32, {{HEAD_DIM}}>;
+    for (var j = 0u; j < HD; j = j + 1u) {
+        qv[j] = q[idx * HD + j];
+        acc[j] = 0.0;
+    }
+    if (w.first == 0u) {
+        m = state[sb];
+        l = state[sb + 1u];
+        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = state[sb + 2u + j]; }
+    }
+
+    let end = min(w.end, limit);
+    for (var pos = w.start; pos < end; pos = pos + 1u) {
+        let row = ((pos - w.buf_base) * p.n_kv + g) * ROW_WORDS;
+        var dot = 0.0;
+        var vrow: array<f32, {{HEAD_DIM}}>;
+        if (Q4) {
+            let ks = h2f(kc[w.k_off + row + HD / 8u] & 0xffffu);
+            let vs = h2f(vc[w.v_off + row + HD / 8u] & 0xffffu);
+            for (var c = 0u; c < HD / 8u; c = c + 1u) {
+                let kw = kc[w.k_off + row + c];
+                let vw = vc[w.v_off + row + c];
+                for (var i = 0u; i < 8u; i = i + 1u) {
+                    let kx = f32(i32((kw >> (4u * i)) & 15u) - 8) * ks;
+                    dot = dot + qv[c * 8u + i] * kx;
+                    vrow[c * 8u + i] = f32(i32((vw >> (4u * i)) & 15u) - 8) * vs;
+                }
+            }
+        } else {
+            for (var j = 0u; j < HD; j = j + 1u) {
+                dot = dot + qv[j] * bitcast<f32>(kc[w.k_off + row + j]);
+                vrow[j] = bitcast<f32>(vc[w.v_off + row + j]);
+            }
+        }
+        let s = dot * p.qk_scale;
+        let m_new = max(m, s);
+        let c_old = exp(m - m_new);
+        let e = exp(s - m_new);
+        l = l * c_old + e;
+        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = acc[j] * c_old + e * vrow[j]; }
+        m = m_new;
+    }
+    if (MUT_NORMALISE) {  // bug (3): normalise at the window boundary and carry on
+        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = acc[j] / l; }
+        l = 1.0;
+    }
+    state[sb] = m;
+    state[sb + 1u] = l;
+    for (var j = 0u; j < HD; j = j + 1u) { state[sb + 2u + j] = acc[j]; }
+}
