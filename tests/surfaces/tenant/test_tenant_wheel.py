@@ -149,3 +149,15 @@ def test_a_streamed_reply_from_the_default_model(tenant_venv, tmp_path):
     assert status == 200 and events[-1] == "[DONE]", raw[-500:]
     text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1] if e.get("choices"))
     assert "Paris" in text
+
+
+def test_the_identical_bytes_check_would_catch_a_build_date_that_leaks_in(tenant_repo, tenant_wheel, tmp_path,
+                                                                          monkeypatch):
+    """Mutation: move the fixed build date; the same comparison must now see different bytes."""
+    import bonsai_sync.build as build
+
+    monkeypatch.setattr(build, "SOURCE_DATE_EPOCH", build.SOURCE_DATE_EPOCH + 86400 * 366)  # 1980 is a leap year
+    mutated = build_surface(config(tenant_repo), "tenant", tmp_path)
+    assert mutated.read_bytes() != tenant_wheel.read_bytes()
+    dates = {i.date_time[:3] for i in zipfile.ZipFile(mutated).infolist()}
+    assert dates == {(1981, 1, 1)}
