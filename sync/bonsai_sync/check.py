@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
+from .digest import digest_tree
 from .lock import LOCK_NAME, read, render
 from .plan import Plan
-from .write import tree_digest
 
 CHANGED = "changed upstream"
 EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"
@@ -28,11 +27,13 @@ class Stale:
     source: str | None = None
 
 
-def stale_files(root: Path, plan: Plan) -> list[Stale]:
-    """Every difference between `plan` and `root/plan.dest`, sorted by path."""
+def stale_files(root: Path, plan: Plan, lock_text: str | None = None) -> list[Stale]:
+    """Every difference between `plan` and `root/plan.dest`, sorted by path (the lock is only
+    read when a file differs, to tell a hand edit from an upstream change)."""
     dest = root / plan.dest
-    disk = tree_digest(dest)
-    locked = read(dest) or {}
+    disk = digest_tree(str(dest), frozenset({LOCK_NAME}))
+    wanted = {f.rel: f.sha256 for f in plan.files}
+    locked = (read(dest) or {}) if disk != wanted else {}
     found = []
     for planned in plan.files:
         shown = f"{plan.dest}/{planned.rel}"
@@ -45,13 +46,15 @@ def stale_files(root: Path, plan: Plan) -> list[Stale]:
     for rel in sorted(disk.keys() - {f.rel for f in plan.files}):
         found.append(Stale(f"{plan.dest}/{rel}", EDITED if rel in locked and locked[rel].sha256 != disk[rel] else EXTRA))
     lock_path = dest / LOCK_NAME
-    if not found and (not lock_path.is_file() or lock_path.read_text(encoding="utf-8") != render(plan)):
+    if not found and (not lock_path.is_file() or lock_path.read_text(encoding="utf-8") != (lock_text or render(plan))):
         found.append(Stale(f"{plan.dest}/{LOCK_NAME}", LOCK))
     return sorted(found, key=lambda s: s.path)
 
 
 def diff(root: Path, item: Stale) -> str:
     """A unified diff from the surface's file to what `sync` would write."""
+    import difflib
+
     have_path = root / item.path
     have = have_path.read_text(encoding="utf-8", errors="replace").splitlines(True) if have_path.is_file() else []
     want_path = root / item.source if item.source else None

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
 from .errors import VerifyError
-from .lock import render
 from .pipeline import Workspace
 from .plan import Plan
-from .write import count, tree_digest, write
 
 OK, STALE = 0, 1
 
@@ -36,11 +33,14 @@ def verify_output(ws: Workspace, plan: Plan, tree: Path, verify_import: bool) ->
 
 def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bool) -> int:
     """Write each surface's closure, verified, through a temporary tree; print one line each."""
+    from .digest import digest_tree
+    from .write import count, write
+
     for surface in ws.surfaces(names):
         plan = ws.plan(surface)
         dest = ws.root / plan.dest
-        counts = count(plan, tree_digest(dest))
-        lock_text = render(plan)
+        counts = count(plan, digest_tree(str(dest), frozenset({"bonsai-sync.lock"})))
+        lock_text = ws.lock_text(plan)
         lock_path = dest / "bonsai-sync.lock"
         fresh = counts.written == 0 and counts.removed == 0 and lock_path.is_file() and lock_path.read_text() == lock_text
         verb = "would write" if dry_run else "wrote"
@@ -62,8 +62,10 @@ def check(ws: Workspace, names: tuple[str, ...], show_diff: bool, fmt: str) -> i
     report = {}
     for surface in ws.surfaces(names):
         plan = ws.plan(surface)
-        report[surface.name] = (plan, stale_files(ws.root, plan))
+        report[surface.name] = (plan, stale_files(ws.root, plan, ws.lock_text(plan)))
     if fmt == "json":
+        import json
+
         body = {
             name: {"dest": plan.dest, "fresh": not items, "stale": [{"path": s.path, "reason": s.reason} for s in items]}
             for name, (plan, items) in report.items()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .cache import CACHE_DIR, Store
 from .config import Config, Surface, load
+from .digest import digest_tree
 from .facts import Facts
 from .plan import Plan
 
@@ -19,19 +19,6 @@ if TYPE_CHECKING:
     from .index import ModuleIndex
 
 
-def digest_roots(roots: list[Path]) -> dict[Path, str]:
-    """sha256 of every file below the source roots (no __pycache__), by resolved path."""
-    found: dict[Path, str] = {}
-    for root in roots:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-            for name in files:
-                path = Path(folder, name)
-                with open(path, "rb") as handle:
-                    found[path] = hashlib.sha256(handle.read()).hexdigest()
-    return found
-
-
 class Workspace:
     """One repository: its config, the digest of its source roots, and its caches."""
 
@@ -39,11 +26,20 @@ class Workspace:
         self.root = root.resolve()
         self.config: Config = load(self.root)
         self.roots = [(self.root / s).resolve() for s in self.config.source]
-        self.digest = digest_roots(self.roots)
+        self.digests = {str(root): digest_tree(str(root)) for root in self.roots}
+        self._digest: dict[Path, str] | None = None
+        self._lock_texts: dict[str, str] = {}
         folder = self.root / CACHE_DIR if use_cache else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
         self._index: ModuleIndex | None = None
+
+    @property
+    def digest(self) -> dict[Path, str]:
+        """sha256 of every file below the source roots, by absolute path."""
+        if self._digest is None:
+            self._digest = {Path(root, rel): sha for root, files in self.digests.items() for rel, sha in files.items()}
+        return self._digest
 
     @property
     def index(self) -> ModuleIndex:
@@ -83,18 +79,30 @@ class Workspace:
         key = self._plan_key(surface)
         cached = self.plan_store.get(surface.name)
         if cached is not None and cached[0] == key:
+            self._lock_texts[surface.name] = cached[2]
             return cached[1]
+        from .lock import render
         from .plan import make_plan
 
         graph = self.graph(surface)
         third_party = set(graph.graph.get("third_party", ()))
         plan = make_plan(surface.name, surface.dest, self.root, graph, self.digest, third_party)
-        self.plan_store.put(surface.name, (key, plan))
+        self._lock_texts[surface.name] = render(plan)
+        self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
         return plan
 
+    def lock_text(self, plan: Plan) -> str:
+        """The lock file `sync` writes for `plan` (rendered once, then cached with the plan)."""
+        if plan.surface not in self._lock_texts:
+            from .lock import render
+
+            self._lock_texts[plan.surface] = render(plan)
+        return self._lock_texts[plan.surface]
+
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())
-        for path in sorted(self.digest):
-            hasher.update(f"{path}\0{self.digest[path]}\n".encode())
+        for root, files in self.digests.items():
+            listing = "".join(f"{rel}\0{files[rel]}\n" for rel in sorted(files))
+            hasher.update(f"{root}\n{listing}".encode())
         return hasher.hexdigest()

@@ -4,6 +4,7 @@ of the scanner and planner, and report every import the tree cannot satisfy."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.machinery as machinery
 import os
 import sys
@@ -28,10 +29,10 @@ def first_party_names(roots: list[Path]) -> set[str]:
     return names
 
 
-def find(paths: list[str], name: str) -> str | None:
+def find(paths: tuple[str, ...], name: str) -> str | None:
     """How `name` imports from `paths` alone, by CPython's FileFinder without caches:
     "regular" (a module or a package with __init__.py), "namespace", or None (it does not)."""
-    search = paths
+    search: list[str] = list(paths)
     kind = None
     for i in range(name.count(".") + 1):
         portions: list[str] = []
@@ -54,31 +55,37 @@ def verify_tree(tree: Path, shown_as: str, first_party: set[str], allowed: set[s
     """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it."""
     problems = []
     allowed = allowed | set(sys.stdlib_module_names) | {"__future__"}
+    kind_in = functools.lru_cache(maxsize=None)(find)
+    tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
     for path in sorted(tree.rglob("*.py")):
         rel = path.relative_to(tree)
-        package = list(rel.parent.parts)
         shown = f"{shown_as}/{rel.as_posix()}"
+        data = path.read_bytes()
         try:
-            module = ast.parse(path.read_bytes(), filename=shown)
+            module = ast.parse(data, filename=shown)
         except SyntaxError as exc:
             problems.append(Diagnostic(shown, exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}"))
             continue
-        for node, names in _imports(module.body, package):
+        found = list(_imports(module.body, list(rel.parent.parts)))
+        if b"import_module" in data or b"__import__" in data:
+            found += [site for node in ast.walk(module) if isinstance(node, ast.Call) for site in _literal_call(node)]
+        for node, names in found:
             for name in names:
-                message = _problem(tree, name, first_party, allowed, sources)
+                if name.split(".")[0] not in first_party:
+                    ok = name.split(".")[0] in allowed
+                    message = None if ok else f"imports {name!r}, a third-party name not allowed for this surface"
+                else:
+                    message = _missing(name, lambda n: kind_in(tree_paths, n), lambda n: kind_in(source_paths, n))
                 if message:
                     problems.append(Diagnostic(shown, node.lineno, node.col_offset + 1, message))
     return problems
 
 
-def _problem(tree: Path, name: str, first_party: set[str], allowed: set[str], sources: list[Path]) -> str | None:
-    top = name.split(".")[0]
-    if top not in first_party:
-        return None if top in allowed else f"imports {name!r}, a third-party name not allowed for this surface"
+def _missing(name: str, here_kind, there_kind) -> str | None:
     parts = name.split(".")
     for i in range(1, len(parts) + 1):
         prefix = ".".join(parts[:i])
-        here, there = find([str(tree)], prefix), find([str(s) for s in sources], prefix)
+        here, there = here_kind(prefix), there_kind(prefix)
         if here is None and (there is not None or i == 1):
             return f"imports {name!r}, which was not copied into the surface"
         if here == "namespace" and there == "regular":
@@ -89,30 +96,28 @@ def _problem(tree: Path, name: str, first_party: set[str], allowed: set[str], so
 
 
 def _imports(body: list[ast.stmt], package: list[str]):
-    """(node, [absolute module names]) for runtime imports; skips TYPE_CHECKING and optional ones."""
+    """(node, [absolute module names]) for runtime import statements, following statement
+    bodies only; skips `if TYPE_CHECKING:` bodies and `try/except ImportError` bodies."""
     for node in body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test).split("."):
-            yield from _imports(node.orelse, package)
-            continue
-        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
-            for handler in node.handlers:
-                yield from _imports(handler.body, package)
-            yield from _imports(node.orelse + node.finalbody, package)
-            continue
         if isinstance(node, ast.Import):
             yield node, [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(node.module or "", node.level, package)
             yield node, [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"]
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                yield from _imports([child], package)
-            elif isinstance(child, (ast.excepthandler, ast.match_case)):
-                yield from _imports(child.body, package)
-            else:
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.Call):
-                        yield from _literal_call(sub)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test).split("."):
+            yield from _imports(node.orelse, package)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            if not any(_catches_import_error(h) for h in node.handlers):
+                yield from _imports(node.body, package)
+            for handler in node.handlers:
+                yield from _imports(handler.body, package)
+            yield from _imports(node.orelse + node.finalbody, package)
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                yield from _imports(case.body, package)
+        else:
+            yield from _imports(getattr(node, "body", []), package)
+            yield from _imports(getattr(node, "orelse", []), package)
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:

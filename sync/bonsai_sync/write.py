@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,21 +20,6 @@ class Counts:
     written: int
     removed: int
     unchanged: int
-
-
-def tree_digest(dest: Path) -> dict[str, str]:
-    """sha256 of every file below `dest` (except the lock and caches), by posix path."""
-    found: dict[str, str] = {}
-    if not dest.is_dir():
-        return found
-    for folder, dirs, files in os.walk(dest):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in files:
-            path = Path(folder, name)
-            rel = path.relative_to(dest).as_posix()
-            if rel != LOCK_NAME:
-                found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
 
 
 def count(plan: Plan, before: dict[str, str]) -> Counts:
