@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 import click
@@ -45,7 +46,7 @@ def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bo
         fresh = counts.written == 0 and counts.removed == 0 and lock_path.is_file() and lock_path.read_text() == lock_text
         verb = "would write" if dry_run else "wrote"
         if not fresh and not dry_run:
-            write(ws.root, plan, lock_text, lambda tree, p=plan: verify_output(ws, p, tree, verify_import))
+            write(ws.root, plan, lock_text, partial(verify_output, ws, plan, verify_import=verify_import))
         elif fresh and verify_import and not dry_run:
             verify_output(ws, plan, dest, True)
         click.echo(
