@@ -140,13 +140,15 @@ class GraphBuilder:
         if info.root not in path.parents:
             self._error(info, fact.line, fact.col, f"resource {'/'.join(fact.parts)!r} escapes the source root {self.where(info.root)}")
             return
-        if not path.is_file():
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        if not files:
             if not fact.optional:
                 self._error(info, fact.line, fact.col, f"resource {self.where(path)} does not exist")
             return
-        self.add_file(path, info.root)
         site = self.where(info.file)
-        self.graph.add_edge(info.name, self._file_node(path, info.root), kind="resource", file=site, line=fact.line, col=fact.col)
+        for file in files:  # a directory resource brings every file below it
+            node = self.add_file(file, info.root)
+            self.graph.add_edge(info.name, node, kind="resource", file=site, line=fact.line, col=fact.col)
 
     def _file_node(self, path: Path, root: Path) -> str:
         return path.relative_to(root).as_posix()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,5 +42,6 @@ def make_plan(surface: str, dest: str, root: Path, graph: nx.DiGraph, digest: di
         path = data.get("path")
         if path is None:
             continue
-        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), digest[path])
+        sha = digest.get(path) or hashlib.sha256(path.read_bytes()).hexdigest()
+        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), sha)
     return Plan(surface, dest, tuple(files[k] for k in sorted(files)), tuple(sorted(third_party)))

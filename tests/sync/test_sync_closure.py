@@ -8,6 +8,8 @@ from bonsai_sync import __version__
 
 APP = [
     "app/__init__.py",
+    "app/assets/a.txt",  # Path(__file__).parent / "assets": a directory brings every file below it
+    "app/assets/b/c.txt",
     "app/config.json",  # Path(__file__).with_name("config.json")
     "app/deep/__init__.py",  # ancestors of app.deep.inner.leaf
     "app/deep/inner/__init__.py",

@@ -84,3 +84,39 @@ def test_verify_import_reports_an_undeclared_third_party(tmp_path):
     failures = import_entries(tree, "v", ("entry",), (), set())
     assert failures == ["v: importing 'entry' failed: ModuleNotFoundError: No module named 'click'"]
     assert "click" in sys.modules  # the check ran in a subprocess, not here
+
+
+def _tree(tmp_path, files: dict[str, str]):
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_verify_tree_applies_its_own_rules(tmp_path):
+    from bonsai_sync.verify import verify_tree
+
+    source = _tree(tmp_path / "src", {"app/__init__.py": "", "app/gone.py": "", "app/main.py": ""})
+    tree = _tree(
+        tmp_path / "out",
+        {
+            "app/__init__.py": "",
+            "app/main.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    import app.gone\n"  # not a runtime import
+                "try:\n    import app.gone\nexcept ImportError:\n    pass\n"  # optional
+                "import requests\n"  # line 8: not allowed
+                "import click\n"  # allowed
+                "def f():\n    from . import gone\n"  # line 11: a module the copy lacks
+                "    from . import __doc__\n"  # an attribute, fine
+                "import importlib\nimportlib.import_module('app.gone')\n"  # line 14
+            ),
+        },
+    )
+    found = [str(d) for d in verify_tree(tree, "out", {"app"}, {"click"}, [source])]
+    assert found == [
+        "out/app/main.py:8:1: imports 'requests', a third-party name not allowed for this surface",
+        "out/app/main.py:11:5: imports 'app.gone', which was not copied into the surface",
+        "out/app/main.py:14:1: imports 'app.gone', which was not copied into the surface",
+    ]

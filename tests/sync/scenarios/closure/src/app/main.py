@@ -60,3 +60,4 @@ def resource_paths():
     yield Path(__file__).parent / "templates" / "page.html"
     yield Path(__file__).with_name("config.json")
     yield os.path.join(os.path.dirname(__file__), "notes.txt")
+    yield Path(__file__).parent / "assets"
