@@ -94,3 +94,22 @@ def test_unrepresentable_rows_are_rejected(gpu, bad):
         quant4.encode(x, "q4")
     _, flags = gpu_store(gpu, x, x, "q4")
     assert (flags[:, 1, 0] != 0).all() and (flags[:, 0, 0] == 0).all()
+
+
+def test_edges_tell_rounding_rules_apart(gpu):
+    # mutation check of the oracle: with half-away-from-zero rounding of x/s, or the scale
+    # rounded half-up instead of to even, the packed rows no longer match the kernel's
+    x = edge_rows(64)[:, None, :]
+    rows, _ = gpu_store(gpu, x, x, "q4")
+    raw, scale = quant4.quantise(x)
+    s = scale.astype(np.float64)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        away = np.where(s > 0, np.trunc(x / np.where(s > 0, s, 1) + np.copysign(0.5, x)), 0)
+    raw_away = np.clip(away + 8, 0, 15).astype(np.uint8)
+    assert not np.array_equal(quant4.pack(raw_away, scale), rows[0])
+    amax = np.abs(x).max(-1).astype(np.float64) / 7
+    with np.errstate(over="ignore"):
+        ulp = np.spacing(amax.astype(np.float16)).astype(np.float64)
+    up = (amax + np.minimum(ulp, 8.0) / 4).astype(np.float16)
+    assert not np.array_equal(quant4.pack(raw, up), rows[0])
+    assert np.array_equal(quant4.pack(raw, scale), rows[0])
