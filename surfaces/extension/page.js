@@ -2,7 +2,7 @@
 // its file system, run the checks the URL names on WebGPU, and show the results (and any error).
 //
 // URL parameters (tests use them; a person just opens the page):
-//   checks=attention[,…]   checks to run ("" for none; default "attention")
+//   checks=attention,verbs,device_loss   checks to run ("" for none; default "attention")
 //   mutate=NAME            build the attention kernel with a deliberate bug (mutation tests)
 //   model=URL              fetch a GGUF model from URL (e.g. http://127.0.0.1:PORT/model.gguf)
 //   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT
@@ -34,7 +34,8 @@ function show(result) {
   for (const [name, check] of Object.entries(result.checks || {})) {
     if (check.error) showError(`Check "${name}"`, check.error);
   }
-  setStatus(result.ok ? "All checks passed." : "A check failed — see below.");
+  const ran = Object.keys(result.checks || {}).length > 0;
+  setStatus(!result.ok ? "A check failed — see below." : ran ? "All checks passed." : "Ready: choose a model file.");
   $("status").className = result.ok ? "ok" : "bad";
 }
 

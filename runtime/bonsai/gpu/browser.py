@@ -67,14 +67,14 @@ class BrowserGpu:
         """Open the page's WebGPU adapter and a device on it with the adapter's full limits."""
         js, run_sync, to_js, _ = _ffi()
         gpu = getattr(js.navigator, "gpu", None)
-        if gpu is None:
+        if _is_null(gpu):
             raise GpuUnavailableError(
                 "this browser exposes no WebGPU (navigator.gpu is undefined); use a current Chrome or "
                 "Chromium, or start it with --enable-unsafe-webgpu"
             )
         adapter = run_sync(gpu.requestAdapter(to_js({"powerPreference": power_preference},
                                                      dict_converter=js.Object.fromEntries)))
-        if adapter is None:
+        if _is_null(adapter):
             raise GpuUnavailableError("navigator.gpu.requestAdapter() found no adapter; enable WebGPU "
                                       "(chrome://gpu shows why it is off)")
         limits = {name: getattr(adapter.limits, name) for name in _WANTED_LIMITS}
@@ -163,16 +163,14 @@ class BrowserGpu:
             return cached
         name = f"{package}/{filename}"
         code = shaders.render(shaders.load_source(package, filename), constants, name=name)
-        module = self.device.createShaderModule(self._obj({"label": name, "code": code}))
-        info = self._await(module.getCompilationInfo(), f"compiling {name}")
-        problems = [f"{name}:{m.lineNum}:{m.linePos}: {m.message}" for m in info.messages if m.type == "error"]
-        if problems:
-            raise ShaderError("\n".join(problems))
-        descriptor = {"label": name, "layout": "auto", "compute": {"module": module, "entryPoint": entry}}
+        # An error scope keeps a bad shader's validation error here, not in a later read.
+        self.device.pushErrorScope("validation")
         try:
-            pipeline = self._run_sync(self.device.createComputePipelineAsync(self._obj(descriptor)))
-        except Exception as exc:  # GPUPipelineError arrives as a JsException
-            raise ShaderError(f"{name}: {_js_message(exc)}") from exc
+            pipeline, problems = self._compile(name, code, entry)
+        finally:
+            scoped = self._run_sync(self.device.popErrorScope())
+        if problems or not _is_null(scoped):
+            raise ShaderError("\n".join(problems) or f"{name}: {scoped.message}")
         kernel = Kernel(name, pipeline)
         self._kernels[key] = kernel
         return kernel
@@ -197,6 +195,19 @@ class BrowserGpu:
         self._pass.setBindGroup(0, bind_group)
         self._pass.dispatchWorkgroups(*groups)
         self.dispatch_count += 1
+
+    def _compile(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
+        """(pipeline or None, compiler errors as `name:line:col: message`)."""
+        module = self.device.createShaderModule(self._obj({"label": name, "code": code}))
+        info = self._await(module.getCompilationInfo(), f"compiling {name}")
+        problems = [f"{name}:{m.lineNum}:{m.linePos}: {m.message}" for m in info.messages if m.type == "error"]
+        if problems:
+            return None, problems
+        descriptor = {"label": name, "layout": "auto", "compute": {"module": module, "entryPoint": entry}}
+        try:
+            return self._run_sync(self.device.createComputePipelineAsync(self._obj(descriptor))), []
+        except Exception as exc:  # GPUPipelineError arrives as a JsException
+            return None, [f"{name}: {_js_message(exc)}"]
 
     def forget_bindings(self) -> None:
         """Drop cached bind groups (call after freeing many buffers)."""
@@ -254,6 +265,11 @@ class BrowserGpu:
         if self._pass is not None:
             self._pass.end()
             self._pass = None
+
+
+def _is_null(value: Any) -> bool:
+    """JS null/undefined as Pyodide hands it over: None, or `pyodide.ffi.jsnull` in Pyodide >= 0.27."""
+    return value is None or type(value).__name__ == "JsNull"
 
 
 def _js_message(exc: BaseException) -> str:

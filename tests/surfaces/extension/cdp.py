@@ -7,12 +7,14 @@ console and its exceptions in the message instead of hanging the test run.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import shutil
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +73,19 @@ class Chromium:
 
     def open(self, path: str, timeout: float = 60) -> dict:
         """Open chrome-extension://ID/`path`, wait for `window.__result`, close the tab, return it."""
+        with self.tab(path) as page:
+            return page.wait_for_result(timeout)
+
+    @contextlib.contextmanager
+    def tab(self, path: str) -> Iterator[Page]:
+        """A new tab on chrome-extension://ID/`path`, closed on exit."""
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank", method="PUT")
         with urllib.request.urlopen(request, timeout=10) as response:
             target = json.load(response)
         try:
             with Page(target["webSocketDebuggerUrl"]) as page:
                 page.navigate(f"chrome-extension://{self.id}/{path}")
-                return page.wait_for_result(timeout)
+                yield page
         finally:
             urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target['id']}", timeout=10).close()
 
@@ -137,6 +145,13 @@ class Page:
 
     def navigate(self, url: str) -> None:
         self.call("Page.navigate", {"url": url})
+
+    def pick_file(self, selector: str, path: Path) -> None:
+        """Choose `path` in the page's file input `selector`, as a person would (fires "change")."""
+        self.evaluate("delete window.__result")
+        root = self.call("DOM.getDocument")["root"]["nodeId"]
+        node = self.call("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        self.call("DOM.setFileInputFiles", {"nodeId": node, "files": [str(path)]})
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})

@@ -1,6 +1,7 @@
 """The runtime's attention kernels on any GPU backend: windowed == whole cache, bit for bit, pure Python.
 
-Drives `bonsai.kv`'s own `attention.wgsl` (fold one window into the online-softmax state) and
+Drives `bonsai.kv`'s own `attention.wgsl` / `attention_serial.wgsl` (fold one window into the
+online-softmax state; the GPU and the CPU-adapter variant) and
 `finalize.wgsl` (acc / l, once) with parameter blocks packed by `struct`, because the browser has
 no numpy and `bonsai.kv.attention` (the native driver) needs it. The invariant under test, from
 attention.wgsl: positions are folded one at a time in increasing order and the state lives in an
@@ -23,7 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 MUTATIONS = ("", "drop_boundary", "normalise_each_window")
-_FINALIZE_GROUP = 64  # finalize.wgsl @workgroup_size
+# bonsai.kv.attention.VARIANTS: the wide kernel (one workgroup per token-head, for GPUs) and the
+# serial one (one invocation per token-head, for CPU adapters); both must keep the invariant.
+VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl"}
+_GROUP = 64  # @workgroup_size of attention_serial.wgsl and finalize.wgsl
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,9 @@ def _windows(kv_len: int, size: int, mutate: str) -> list[tuple[int, int]]:
 class _Driver:
     """Records fold + finalize for one case with the runtime's kernels (as bonsai.kv.attention does)."""
 
-    def __init__(self, gpu: Any, case: Case, mutate: str) -> None:
-        self.gpu, self.case, self.mutate = gpu, case, mutate
-        self.fold = gpu.kernel("bonsai.kv", "attention.wgsl", HEAD_DIM=case.head_dim, ROW_WORDS=case.row_words,
+    def __init__(self, gpu: Any, case: Case, mutate: str, variant: str) -> None:
+        self.gpu, self.case, self.mutate, self.variant = gpu, case, mutate, variant
+        self.fold = gpu.kernel("bonsai.kv", VARIANTS[variant], HEAD_DIM=case.head_dim, ROW_WORDS=case.row_words,
                                Q4=case.mode != "f32", MUT_NORMALISE=mutate == "normalise_each_window",
                                MUT_GQA=False, MUT_CAUSAL=False)
         self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=case.head_dim)
@@ -94,21 +98,25 @@ class _Driver:
     def record(self, q: Any, k: Any, v: Any, out: Any, windows: list[tuple[int, int]]) -> None:
         c = self.case
         n = c.n_q * c.n_heads
-        fold_groups = (min(n, 65535), -(-n // 65535))  # one workgroup per (token, head), as bonsai.kv
+        if self.variant == "serial":
+            fold_groups: tuple[int, ...] = (-(-n // _GROUP),)
+        else:  # one workgroup per (token, head), folded to 2D past 65535
+            fold_groups = (min(n, 65535), -(-n // 65535))
         wins = [self._window(s, e, i == 0) for i, (s, e) in enumerate(windows)]  # uploads before recording
         state = self.gpu.buffer(n * (c.head_dim + 2) * 4)
         for win in wins:
             self.gpu.dispatch(self.fold, [self.params, win, q, k, v, state], fold_groups)
-        self.gpu.dispatch(self.finalize, [self.params, state, out], -(-n // _FINALIZE_GROUP))
+        self.gpu.dispatch(self.finalize, [self.params, state, out], -(-n // _GROUP))
 
 
-def run_case(gpu: Any, case: Case, window_sizes: list[int], seed: int, mutate: str = "") -> dict:
+def run_case(gpu: Any, case: Case, window_sizes: list[int], seed: int, mutate: str = "",
+             variant: str = "wide") -> dict:
     """Whole cache vs every window size (all recorded in one batch, read back once)."""
     rng = random.Random(f"{seed}/{case}")
     q = gpu.upload(array("f", (rng.gauss(0.0, 2.0) for _ in range(case.n_q * case.n_heads * case.head_dim))))
     k, v = gpu.upload(_rows(rng, case)), gpu.upload(_rows(rng, case))
     out_bytes = case.n_q * case.n_heads * case.head_dim * 4
-    driver = _Driver(gpu, case, mutate)
+    driver = _Driver(gpu, case, mutate, variant)
     sizes = [case.kv_len, *window_sizes]
     out = gpu.buffer(out_bytes * len(sizes))
     outs = [gpu.buffer(out_bytes) for _ in sizes]
@@ -123,7 +131,7 @@ def run_case(gpu: Any, case: Case, window_sizes: list[int], seed: int, mutate: s
         # equal garbage is not exactness: every (token, head) must have been computed
         raise AssertionError(f"{case}: whole-cache attention gave zeros or NaN/inf; the kernels did not run as driven")
     mismatched = [size for i, size in enumerate(window_sizes, 1) if data[i * out_bytes:(i + 1) * out_bytes] != whole]
-    return {"case": str(case), "window_sizes": window_sizes, "mismatched": mismatched,
+    return {"case": f"{variant} {case}", "window_sizes": window_sizes, "mismatched": mismatched,
             "whole_sha": hashlib.sha256(whole).hexdigest()[:16]}
 
 
@@ -132,12 +140,13 @@ def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
     if mutate not in MUTATIONS:
         raise ValueError(f"unknown mutation {mutate!r}; known: {', '.join(m for m in MUTATIONS if m)}")
     cases = []
-    for case in CASES:
-        sizes = sorted({1, 2, 7, 16, case.kv_len - 1} - {case.kv_len})
-        cases.append(run_case(gpu, case, sizes, seed, mutate))
+    for variant in VARIANTS:
+        for case in CASES:
+            sizes = sorted({1, 2, 7, 16, case.kv_len - 1} - {case.kv_len})
+            cases.append(run_case(gpu, case, sizes, seed, mutate, variant))
     return {
         "ok": not any(c["mismatched"] for c in cases),
-        "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/finalize.wgsl"],
+        "kernels": [f"bonsai.kv/{name}" for name in (*VARIANTS.values(), "finalize.wgsl")],
         "mutate": mutate,
         "cases": cases,
     }

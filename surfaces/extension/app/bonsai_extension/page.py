@@ -36,7 +36,7 @@ def _check(name: str, results: dict, fn: Any, *args: Any, **kwargs: Any) -> None
 def run(params: Any) -> str:
     """Run the checks in `params` (a dict from page.js); the JSON result the page shows and tests read.
 
-    params: checks (list of "attention", "device_loss"), mutate (attention mutation switch), model_path + model_name
+    params: checks (list of "attention", "verbs", "device_loss"), mutate (attention mutation switch), model_path + model_name
     (a model written into the file system by the page), prompt + tokens (greedy generation with it).
     """
     params = dict(params)
@@ -50,6 +50,10 @@ def run(params: Any) -> str:
             from . import attention_check
 
             _check("attention", result["checks"], attention_check.run, gpu, mutate=params.get("mutate", ""))
+        if "verbs" in params.get("checks", []):
+            from . import verbs_check
+
+            _check("verbs", result["checks"], verbs_check.run, gpu)
         if "device_loss" in params.get("checks", []):
             from . import device_check
 
@@ -65,7 +69,7 @@ def run(params: Any) -> str:
                        params["model_path"], params.get("model_name"), params["prompt"], int(params.get("tokens", 4)))
     except Exception as exc:  # noqa: BLE001 - reported in the page, never a silent hang
         result["error"] = describe(exc)
-    result["ok"] = result["error"] is None and bool(result["checks"]) and all(
+    result["ok"] = result["error"] is None and all(
         c.get("ok") for c in result["checks"].values()
     )
     return json.dumps(result)
