@@ -52,6 +52,13 @@ from .info import info  # noqa: E402
 
 main.add_command(info)
 
+from .commands.eval import eval_cmd  # noqa: E402
+from .commands.run import chat, run  # noqa: E402
+
+main.add_command(run)
+main.add_command(chat)
+main.add_command(eval_cmd)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -49,6 +49,7 @@ class Engine:
         self.max_positions = min(max_positions, cfg.context_length)
         self.batch, self.progress = batch, progress
         self.pos = 0
+        self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds
         self.recoveries: list[float] = []
         self._tokenizer: Any = None
         self._build(gpu, cache=None)
@@ -109,15 +110,31 @@ class Engine:
                 if attempt or not is_device_lost(self.gpu, exc):
                     raise
                 self.recover()
+        self.fed[self.pos :] = ids
         self.pos += len(ids)
         return out
 
     # ---- verbs ---------------------------------------------------------------------------
     def reset(self) -> None:
         """Forget the conversation: the next token goes to position 0."""
-        self.pos = 0
-        if hasattr(self.cache, "reset"):
-            self.cache.reset()
+        self.rewind(0)
+
+    def rewind(self, pos: int) -> None:
+        """Keep positions [0, pos); later tokens overwrite the rest (attention is causal)."""
+        self.pos = min(pos, self.pos)
+        del self.fed[self.pos :]
+
+    def continue_with(self, ids: list[int]) -> list[int]:
+        """Rewind to the longest common prefix of `ids` and what was fed; return the ids left to feed.
+
+        At least one token is always left, so a prompt that was fully fed is re-fed from its last token.
+        """
+        n = 0
+        limit = min(len(ids), len(self.fed), len(ids) - 1)
+        while n < limit and ids[n] == self.fed[n]:
+            n += 1
+        self.rewind(n)
+        return ids[n:]
 
     def forward(self, ids: list[int]) -> np.ndarray:
         """Feed `ids` at the current position; (len(ids), vocab) logits of every token."""
@@ -163,6 +180,8 @@ class Engine:
             gen.tokens.append(tok)
             if decode is not None:
                 new_text = decode(gen.tokens)
+                if new_text.endswith("\ufffd") and i + 1 < max_tokens:
+                    new_text = text  # an unfinished UTF-8 sequence: wait for its next bytes
                 piece, text = new_text[len(text):], new_text
                 hit = [text.index(x) for x in stop_strings if x in text]
                 if hit:

@@ -1,0 +1,1 @@
+"""Subcommands of the `bonsai` CLI that run a model (run, chat, eval)."""

