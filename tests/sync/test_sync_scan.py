@@ -77,3 +77,43 @@ def test_syntax_error_is_a_fact_not_an_exception():
     (problem,) = scan("def f(:\n").problems
     assert (problem.kind, problem.line, problem.col) == ("syntax", 1, 1)
     assert problem.message.startswith("syntax error: ")
+
+
+def _position_mismatches(files) -> list[str]:
+    """Import sites where the scanner's line:col differs from CPython's own `ast`."""
+    import ast
+
+    wrong = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        want = {(n.lineno, n.col_offset + 1) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)}
+        got = {(f.line, f.col) for f in scan(text).imports if f.kind in ("import", "from")}
+        wrong += [f"{path}:{line}:{col}" for line, col in sorted(want ^ got)]
+    return wrong
+
+
+def _stdlib_sample():
+    import email
+    import json
+    from pathlib import Path
+
+    return sorted(Path(email.__file__).parent.glob("*.py")) + sorted(Path(json.__file__).parent.glob("*.py"))
+
+
+def test_import_positions_match_cpython_ast_on_the_stdlib():
+    files = _stdlib_sample()
+    assert len(files) > 20
+    assert _position_mismatches(files) == []
+
+
+def test_position_check_catches_an_off_by_one_locator(monkeypatch):
+    import bonsai_sync.positions as positions
+
+    real = positions.locate
+
+    def shifted(module, nodes):
+        return {key: (line, col + 1) for key, (line, col) in real(module, nodes).items()}
+
+    monkeypatch.setattr(positions, "locate", shifted)
+    assert _position_mismatches(_stdlib_sample()[:5]) != []
