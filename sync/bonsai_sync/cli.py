@@ -39,7 +39,7 @@ def _workspace(ctx: click.Context):
     show_default=True,
     help="The repository whose pyproject.toml holds [tool.bonsai-sync].",
 )
-@click.option("--no-cache", is_flag=True, help=f"Ignore and do not write the scan cache ({'.bonsai-sync-cache/'}).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache (.bonsai-sync-cache/).")
 @click.pass_context
 def main(ctx: click.Context, root: Path, no_cache: bool) -> None:
     """Keep every surface's copy of the runtime exactly its import closure.
