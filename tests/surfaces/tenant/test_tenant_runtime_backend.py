@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 import pytest
 from bonsai_tenant.errors import InvalidRequest
 from bonsai_tenant.events import Finish, TextDelta, ToolCall
-from bonsai_tenant.prompt import template_messages
 from bonsai_tenant.runtime_backend import RuntimeBackend
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather",
@@ -57,7 +56,11 @@ class FakeEngine:
 
 
 class EchoTemplate:
-    def render(self, messages, add_generation_prompt=True):
+    """A chat template that does not handle tools itself (like SmolLM2's): the prompt is the messages as JSON."""
+
+    template = "{% for message in messages %}...{% endfor %}"
+
+    def render(self, messages, tools=None, add_generation_prompt=True):
         return json.dumps(messages)
 
 
@@ -118,7 +121,8 @@ def test_closing_the_stream_early_stops_the_generation():
     assert engine.steps < 10**9
 
 
-def test_template_messages_put_tools_in_the_system_turn_and_calls_back_as_blocks():
+def test_the_prompt_is_the_runtimes_hermes_rendering_of_tools_calls_and_results():
+    b, engine = backend("ok")
     messages = [
         {"role": "developer", "content": "Be brief."},
         {"role": "user", "content": "weather?"},
@@ -126,10 +130,18 @@ def test_template_messages_put_tools_in_the_system_turn_and_calls_back_as_blocks
             {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
     ]
-    out = template_messages(messages, [WEATHER])
-    assert out[0]["role"] == "system" and out[0]["content"].startswith("Be brief.\n\nYou may call these tools:")
-    assert json.dumps(WEATHER) in out[0]["content"]
-    assert out[2] == {"role": "assistant",
-                      "content": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'}
-    assert out[3] == {"role": "tool", "content": "sunny"}
-    assert template_messages([{"role": "user", "content": "hi"}], []) == [{"role": "user", "content": "hi"}]
+    list(b.stream(messages, tools=[WEATHER], max_tokens=4, temperature=0.0))
+    system, user, assistant, tool_turn = json.loads(engine.prompts[0])
+    assert system["role"] == "system" and system["content"].startswith("Be brief.\n\n# Tools")
+    assert json.dumps(WEATHER) in system["content"]
+    assert assistant == {"role": "assistant",
+                         "content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'}
+    assert tool_turn == {"role": "user", "content": "<tool_response>\nsunny\n</tool_response>"}
+
+
+def test_tool_call_arguments_that_are_not_json_are_an_invalid_request():
+    b, _ = backend("ok")
+    messages = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{oops"}}]}]
+    with pytest.raises(InvalidRequest, match="messages: cannot render them"):
+        b.stream(messages, tools=[WEATHER], max_tokens=4, temperature=0.0)

@@ -1,8 +1,11 @@
-"""A conversation with tools: the model streams text, `<tool_call>` blocks run tools, results go back."""
+"""A conversation with tools: the model streams text, `<tool_call>` blocks run tools, results go back.
+
+Like bonsai.tools.ToolLoop, but it streams only the reply's text (never the call blocks) as the
+model writes it, which is what a terminal user should see.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,15 +15,6 @@ from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
 from bonsai.tools.parser import ToolCallParser
 
 from .model import ChatModel
-
-SYSTEM = (
-    "You are the assistant of this computer. Answer briefly."
-)
-TOOLS_HELP = (
-    "You may call these tools:\n<tools>\n{specs}\n</tools>\n"
-    'To call one, reply with <tool_call>{{"name": "<tool name>", "arguments": {{...}}}}</tool_call>; '
-    "its result comes back in a tool message."
-)
 
 
 @dataclass(frozen=True)
@@ -33,14 +27,6 @@ class ToolUse:
     ok: bool
 
 
-def system_prompt(registry: ToolRegistry) -> str:
-    """The system turn: who the assistant is and, when there are tools, how to call them."""
-    if not len(registry):
-        return SYSTEM
-    specs = "\n".join(json.dumps(spec, ensure_ascii=False) for spec in registry.specs())
-    return SYSTEM + "\n" + TOOLS_HELP.format(specs=specs)
-
-
 class Session:
     """Keeps the message history; `ask` runs one user turn, tool rounds included."""
 
@@ -48,7 +34,8 @@ class Session:
                  max_tool_rounds: int = 3) -> None:
         self.model, self.registry = model, registry
         self.max_tokens, self.max_tool_rounds = max_tokens, max_tool_rounds
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(registry)}]
+        # OpenAI-style history; the model's template (through ToolPrompt) decides the system turn
+        self.messages: list[dict[str, Any]] = []
 
     def ask(self, text: str, on_text: Callable[[str], None] = lambda _t: None,
             on_tool: Callable[[ToolUse], None] = lambda _u: None) -> str:
@@ -64,7 +51,7 @@ class Session:
                 raw.append(piece)
                 self._handle(parser.feed(piece), reply, uses, on_text, on_tool)
 
-            self.model.complete(self.messages, feed, self.max_tokens)
+            self.model.complete(self.messages, self.registry.specs(), feed, self.max_tokens)
             self._handle(parser.finish(), reply, uses, on_text, on_tool)
             self.messages.append({"role": "assistant", "content": "".join(raw)})
             if not uses:

@@ -1,4 +1,4 @@
-"""The Backend on the bonsai runtime: chat template, GPU engine, streaming `<tool_call>` parser."""
+"""The Backend on the bonsai runtime: the model's chat template (via ToolPrompt), GPU engine, streaming parser."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from bonsai.errors import BonsaiError
 from bonsai.tools import Tool, ToolRegistry
 from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
 from bonsai.tools.parser import ToolCallParser
+from bonsai.tools.prompt import ToolPrompt
 
 from .default_model import default_model_path
 from .errors import InvalidRequest, TenantError
 from .events import Event, Finish, TextDelta, ToolCall
-from .prompt import template_messages
 
 _END = object()
 
@@ -50,7 +50,8 @@ class RuntimeBackend:
     """A GGUF model on the GPU engine; one generation at a time (one device), others wait."""
 
     def __init__(self, engine: Any, template: Any) -> None:
-        self.engine, self.template = engine, template
+        self.engine = engine
+        self.prompt = ToolPrompt.from_chat_template(template)
         tok = engine.tokenizer
         self.stop_ids = {engine.cfg.eos_id} if engine.cfg.eos_id is not None else set()
         try:
@@ -75,7 +76,11 @@ class RuntimeBackend:
                max_tokens: int, temperature: float) -> Iterator[Event]:
         """Validates and renders the prompt now (errors raise here); the returned iterator generates."""
         registry = registry_for(tools)
-        text = self.template.render(template_messages(messages, tools), add_generation_prompt=True)
+        plain = [{**m, "role": "system"} if m["role"] == "developer" else dict(m) for m in messages]
+        try:
+            text = self.prompt.render(plain, list(tools) or None)
+        except (BonsaiError, ValueError, KeyError, TypeError) as exc:
+            raise InvalidRequest(f"messages: cannot render them for the model ({type(exc).__name__}: {exc})") from exc
         ids = self.engine.tokenizer.encode(text, allow_special=True)
         if len(ids) + max_tokens > self.engine.max_positions:
             raise InvalidRequest(f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds the model's "
