@@ -1,0 +1,125 @@
+"""Decode benchmark: prefill and decode tokens/s of the GPU engine beside the numpy reference forward.
+
+Same model, same prompt, same lengths, one run. Also counts, per decoded token, the GPU dispatches
+(`Gpu.dispatch_count`), queue submits and host<->GPU transfers. Prints a table and writes
+bench/results/decode_bench.json. Defaults suit lavapipe; on a real GPU raise --prompt-tokens/--new-tokens.
+
+    python bench/decode_bench.py [--model PATH] [--prompt-tokens 32] [--new-tokens 16] [--kv f32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bonsai.engine import Engine
+from bonsai.models import resolve_model
+from bonsai.reference import ReferenceModel
+
+PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+          "combined movable metal type, oil-based ink and a wooden screw press into a system that could "
+          "produce books quickly and cheaply. Within a few decades printing shops had spread across Europe, ")
+
+
+class _CountingQueue:
+    """Wraps the device queue to count submits, writes and reads (the host round-trips per token)."""
+
+    def __init__(self, queue):
+        self._q, self.submits, self.writes, self.reads = queue, 0, 0, 0
+
+    def submit(self, *a, **k):
+        self.submits += 1
+        return self._q.submit(*a, **k)
+
+    def write_buffer(self, *a, **k):
+        self.writes += 1
+        return self._q.write_buffer(*a, **k)
+
+    def read_buffer(self, *a, **k):
+        self.reads += 1
+        return self._q.read_buffer(*a, **k)
+
+    def __getattr__(self, name):
+        return getattr(self._q, name)
+
+
+def bench_gpu(a, ids):
+    engine = Engine.load(a.model, kv=a.kv, window=a.window, progress=False)
+    engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups
+    engine.reset()
+    q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
+    t0 = time.perf_counter()
+    engine.prefill(ids, want="token")
+    prefill_s = time.perf_counter() - t0
+    tok = engine.model.read_token()
+    d0, s0, w0, r0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads
+    t0 = time.perf_counter()
+    for _ in range(a.new_tokens):
+        tok = engine._step([tok], all_logits=False, want="token")
+    decode_s = time.perf_counter() - t0
+    n = a.new_tokens
+    return {
+        "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv})",
+        "prefill_tok_s": len(ids) / prefill_s,
+        "decode_tok_s": n / decode_s,
+        "dispatches_per_token": (engine.gpu.dispatch_count - d0) / n,
+        "submits_per_token": (q.submits - s0) / n,
+        "writes_per_token": (q.writes - w0) / n,
+        "reads_per_token": (q.reads - r0) / n,
+    }
+
+
+def bench_reference(a, ids):
+    m = ReferenceModel(resolve_model(a.model))
+    m.forward(ids[:2])  # dequantise and cache every weight outside the timing
+    cache = m.new_cache()
+    t0 = time.perf_counter()
+    logits = m.forward(ids, cache=cache)
+    prefill_s = time.perf_counter() - t0
+    tok = int(np.argmax(logits[-1]))
+    t0 = time.perf_counter()
+    for _ in range(a.new_tokens):
+        tok = int(np.argmax(m.forward([tok], cache=cache)[-1]))
+    decode_s = time.perf_counter() - t0
+    return {"engine": "numpy reference (CPU, f32 KV)", "prefill_tok_s": len(ids) / prefill_s,
+            "decode_tok_s": a.new_tokens / decode_s}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=None)
+    p.add_argument("--prompt-tokens", type=int, default=32)
+    p.add_argument("--new-tokens", type=int, default=16)
+    p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
+    p.add_argument("--window", type=int, default=256)
+    p.add_argument("--no-reference", action="store_true")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
+    a = p.parse_args()
+    from bonsai.gguf import GGUFReader
+    from bonsai.tokenizer import Tokenizer
+
+    tok = Tokenizer.from_gguf(GGUFReader(resolve_model(a.model)))
+    ids = (tok.encode(PROMPT) * 8)[: a.prompt_tokens]
+    rows = [bench_gpu(a, ids)]
+    if not a.no_reference:
+        rows.append(bench_reference(a, ids))
+    print(f"model {resolve_model(a.model).name}: prompt {len(ids)} tokens, {a.new_tokens} decoded, "
+          f"{platform.node()}")
+    print(f"{'engine':58} {'prefill tok/s':>13} {'decode tok/s':>12} {'disp/tok':>8} {'submit/tok':>10}")
+    for r in rows:
+        print(f"{r['engine'][:58]:58} {r['prefill_tok_s']:13.2f} {r['decode_tok_s']:12.2f} "
+              f"{r.get('dispatches_per_token', float('nan')):8.1f} {r.get('submits_per_token', float('nan')):10.1f}")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"model": str(resolve_model(a.model)), "prompt_tokens": len(ids),
+                               "new_tokens": a.new_tokens, "host": platform.node(), "rows": rows}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
