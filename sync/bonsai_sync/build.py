@@ -80,7 +80,10 @@ def build_surface(config: Any, surface_name: str, dist_dir: str | Path,
     vendor = root / surface.dest
     if not (vendor / LOCK_NAME).is_file():
         raise StaleSurfaceError(f"{surface.dest}: no {LOCK_NAME}; run `bonsai-sync sync --surface {surface_name}`")
-    check_app_imports(root, root / "surfaces" / surface_name / "src", vendor, surface_name)
+    src = root / "surfaces" / surface_name / "src"
+    check_app_imports(root, src, vendor, surface_name)
+    if third_party is not None:
+        third_party = tuple(sorted({*third_party, *app_third_party(src)}))
     dist = Path(dist_dir)
     dist.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"bonsai-build-{surface_name}-") as tmp:
@@ -117,6 +120,19 @@ def check_app_imports(root: Path, src: Path, vendor: Path, surface_name: str) ->
         raise BuildError(*problems)
 
 
+def app_third_party(src: Path) -> set[str]:
+    """Top-level names the hand-written app imports that are neither stdlib, `bonsai`, nor its own."""
+    own = {p.name for p in src.iterdir() if p.is_dir() or p.suffix == ".py"} | {"bonsai"}
+    found = set()
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {n for n in found if n not in sys.stdlib_module_names and n not in own}
+
+
 def _in_copy(vendor: Path, parts: list[str]) -> bool:
     return (vendor.joinpath(*parts) / "__init__.py").is_file() or vendor.joinpath(*parts[:-1], parts[-1] + ".py").is_file()
 
@@ -133,11 +149,11 @@ def _provided_names(dist: metadata.Distribution) -> set[str]:
 
 def check_third_party(third_party: tuple[str, ...] | None, dists: list[metadata.Distribution], where: Path,
                       how: str) -> None:
-    """Every third-party name the synced copy imports is provided by one of `dists` (bundled or declared)."""
+    """Every third-party name the surface (copy and app) imports is provided by one of `dists`."""
     provided = set().union(*(_provided_names(d) for d in dists)) if dists else set()
     missing = sorted(set(third_party or ()) - provided)
     if missing:
-        raise BuildError(f"{where}: the synced copy imports {', '.join(missing)}, which no {how} distribution "
+        raise BuildError(f"{where}: the surface imports {', '.join(missing)}, which no {how} distribution "
                          "provides; add the distribution to [project] dependencies")
 
 

@@ -161,3 +161,20 @@ def test_the_identical_bytes_check_would_catch_a_build_date_that_leaks_in(tenant
     assert mutated.read_bytes() != tenant_wheel.read_bytes()
     dates = {i.date_time[:3] for i in zipfile.ZipFile(mutated).infolist()}
     assert dates == {(1981, 1, 1)}
+
+
+@pytest.mark.parametrize("dropped, imported", [('    "jinja2>=3.1.6",\n', "jinja2"), ('    "starlette>=1.0",\n', "starlette")])
+def test_a_dependency_the_surface_imports_but_does_not_declare_stops_the_build(tenant_repo, tmp_path, dropped,
+                                                                               imported):
+    """Mutation: drop one declared requirement (runtime's jinja2, the app's starlette); the build names it."""
+    from bonsai_sync.build import BuildError
+
+    repo = tmp_path / "repo"
+    shutil.copytree(tenant_repo, repo)
+    pyproject = repo / "surfaces" / "tenant" / "pyproject.toml"
+    text = pyproject.read_text()
+    assert dropped in text
+    pyproject.write_text(text.replace(dropped, ""))
+    with pytest.raises(BuildError) as info:
+        build_surface(config(repo), "tenant", tmp_path / "dist")
+    assert str(info.value).startswith(f"{pyproject}: the surface imports {imported}, which no declared distribution")
