@@ -19,8 +19,14 @@ def test_manifest_is_mv3_with_only_wasm_unsafe_eval_loosened(extension_dir: Path
     assert "permissions" not in manifest and "host_permissions" not in manifest
 
 
-def test_attention_windowed_equals_whole_in_the_browser(browser):
-    result = browser.open("page.html?checks=attention")
+@pytest.fixture(scope="module")
+def checks(browser) -> dict:
+    """One page load running every GPU check (each load boots Pyodide: seconds on a busy CPU)."""
+    return browser.open("page.html?checks=attention,verbs,device_loss")
+
+
+def test_attention_windowed_equals_whole_in_the_browser(checks):
+    result = checks
     assert result["error"] is None, result
     check = result["checks"]["attention"]
     assert check["ok"] and "bonsai.kv/attention.wgsl" in check["kernels"], result
@@ -80,8 +86,8 @@ def test_a_corrupted_model_file_shows_a_named_error(browser, model_server, corru
     assert not result["ok"]
 
 
-def test_device_loss_is_reported_and_a_new_device_gives_the_same_bits(browser):
-    result = browser.open("page.html?checks=device_loss")
+def test_device_loss_is_reported_and_a_new_device_gives_the_same_bits(checks):
+    result = checks
     check = result["checks"]["device_loss"]
     assert check["ok"] and check["lost"].startswith("destroyed"), result
     assert check["raised"].startswith("DeviceLostError") and check["same_bits_after_recovery"], result
@@ -127,8 +133,8 @@ def test_the_file_picker_shows_a_named_error_for_a_corrupted_model(browser, tmp_
     assert 'Check "model": BadMagicError' in result["page_text"] and bad.name in result["page_text"]
 
 
-def test_gpu_verbs_keep_the_native_contract_in_the_browser(browser):
-    result = browser.open("page.html?checks=verbs")
+def test_gpu_verbs_keep_the_native_contract_in_the_browser(checks):
+    result = checks
     check = result["checks"]["verbs"]
     assert check["backend"] == "BrowserGpu" and check["ok"], result
     assert set(check["items"]) >= {"write_read_offsets", "copy", "dispatch_ordering", "shader_errors_name_the_file"}
