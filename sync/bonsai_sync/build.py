@@ -109,8 +109,12 @@ def check_app_imports(root: Path, src: Path, vendor: Path, surface_name: str) ->
     problems = []
     for path in sorted(src.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "bonsai" and not _in_copy(vendor, parts):
@@ -123,7 +127,7 @@ def check_app_imports(root: Path, src: Path, vendor: Path, surface_name: str) ->
 def app_third_party(src: Path) -> set[str]:
     """Top-level names the hand-written app imports that are neither stdlib, `bonsai`, nor its own."""
     own = {p.name for p in src.iterdir() if p.is_dir() or p.suffix == ".py"} | {"bonsai"}
-    found = set()
+    found: set[str] = set()
     for path in sorted(src.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
             if isinstance(node, ast.Import):
