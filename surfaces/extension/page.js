@@ -6,6 +6,7 @@
 //   mutate=NAME            build the attention kernel with a deliberate bug (mutation tests)
 //   model=URL              fetch a GGUF model from URL (e.g. http://127.0.0.1:PORT/model.gguf)
 //   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT
+//   boot_timeout=SECONDS   give up starting Pyodide after this long, visibly (default 120)
 // The outcome is shown in the page and left in `window.__result` ({ok, checks, error, …}).
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
@@ -35,13 +36,29 @@ function show(result) {
     if (check.error) showError(`Check "${name}"`, check.error);
   }
   const ran = Object.keys(result.checks || {}).length > 0;
-  setStatus(!result.ok ? "A check failed — see below." : ran ? "All checks passed." : "Ready: choose a model file.");
+  setStatus(result.error ? "Stopped by an error — see below." : !result.ok ? "A check failed — see below."
+    : ran ? "All checks passed." : "Ready: choose a model file.");
   $("status").className = result.ok ? "ok" : "bad";
 }
 
-async function boot() {
+class BootTimeout extends Error {
+  get name() { return "BootTimeout"; }
+}
+
+function withTimeout(promise, seconds, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new BootTimeout(`${what} did not finish in ${seconds} s. ` +
+      "If the console shows a WebAssembly/CSP error, the extension's content_security_policy must allow " +
+      "'wasm-unsafe-eval'.")), seconds * 1000);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function boot(timeoutSeconds) {
   setStatus("Loading Pyodide…");
-  const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
+  const indexURL = new URL("./pyodide/", import.meta.url).href;
+  const pyodide = await withTimeout(loadPyodide({ indexURL }), timeoutSeconds, "Starting Pyodide");
   setStatus("Loading the Bonsai runtime…");
   const files = await (await fetch("python/files.json")).json();
   for (const rel of files) {
@@ -99,7 +116,7 @@ async function main() {
   };
   let pyodide;
   try {
-    pyodide = await boot();
+    pyodide = await boot(Number(query.get("boot_timeout") || 120));
     if (query.get("model")) {
       const model = await fetchModel(pyodide, query.get("model"));
       params.model_path = model.path;

@@ -107,11 +107,16 @@ def extension_dir(extension_zip: Path, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.fixture(scope="session")
-def browser(extension_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+def chromium_binary() -> str:
     binary = os.environ.get("BONSAI_CHROMIUM") or find_chromium()
     if binary is None:
         _missing("no Chromium found: apt-get install chromium (or set BONSAI_CHROMIUM)")
-    chromium = Chromium(binary, extension_dir, tmp_path_factory.mktemp("chromium") / "profile")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_binary: str, extension_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    chromium = Chromium(chromium_binary, extension_dir, tmp_path_factory.mktemp("chromium") / "profile")
     yield chromium
     chromium.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,22 @@ def test_gpu_verbs_keep_the_native_contract_in_the_browser(checks):
     check = result["checks"]["verbs"]
     assert check["backend"] == "BrowserGpu" and check["ok"], result
     assert set(check["items"]) >= {"write_read_offsets", "copy", "dispatch_ordering", "shader_errors_name_the_file"}
+
+
+def test_without_wasm_unsafe_eval_the_page_says_so_instead_of_hanging(chromium_binary, extension_dir, tmp_path):
+    from .cdp import Chromium
+
+    variant = tmp_path / "extension"
+    shutil.copytree(extension_dir, variant)
+    manifest = json.loads((variant / "manifest.json").read_text())
+    manifest["content_security_policy"]["extension_pages"] = "script-src 'self'; object-src 'self'"
+    (variant / "manifest.json").write_text(json.dumps(manifest))
+    chromium = Chromium(chromium_binary, variant, tmp_path / "profile")
+    try:
+        result = chromium.open("page.html?boot_timeout=5", timeout=60)
+    finally:
+        chromium.close()
+    assert result["error"]["type"] == "BootTimeout", result
+    assert "Runtime: BootTimeout" in result["page_text"] and "wasm-unsafe-eval" in result["page_text"]
+    # the cause, not a slow boot: Chromium refused to compile Pyodide's WebAssembly under this CSP
+    assert any("Content Security" in line and "WebAssembly" in line for line in result["console"]), result["console"]
