@@ -6,11 +6,12 @@
 //   l = sum exp(s - m), acc = sum exp(s - m) * v. It lives in this f32 buffer between dispatches,
 //   so stopping after any position and resuming in the next dispatch performs exactly the same
 //   f32 operations in the same order as one long loop. Nothing here depends on where a window
-//   starts or ends (the dot product's reduction tree is fixed by HD alone); acc / l happens once,
-//   in finalize.wgsl, never here.
+//   starts or ends; acc / l happens once, in finalize.wgsl, never here.
 //
-// One workgroup per (query token t, head h); invocation j owns acc[j]. m and l are computed
-// identically by every invocation. Query token t sits at absolute position p.pos_base + t and
+// One workgroup per (query token t, head h), HD invocations. Per block of HD positions, invocation
+// i computes the score of position block + i (a sequential dot product over d = 0..HD-1, the
+// same for every position whatever the blocking); then every invocation folds the block's
+// positions one at a time, in order, into (m, l) (computed identically by all) and its own acc[j]. Query token t sits at absolute position p.pos_base + t and
 // sees positions [0, pos_base + t]. Query head h reads KV head h / (n_heads / n_kv) (GQA).
 
 struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
@@ -34,7 +35,8 @@ const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
 const MUT_GQA: bool = {{MUT_GQA}};
 const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
 
-var<workgroup> red: array<f32, {{HEAD_DIM}}>;
+var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
+var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 
 fn h2f(h: u32) -> f32 {
     let e = (h >> 10u) & 31u;
@@ -43,12 +45,20 @@ fn h2f(h: u32) -> f32 {
     return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
 }
 
-fn load_k(base: u32, j: u32) -> f32 {
+fn score(base: u32) -> f32 {
+    var dot = 0.0;
     if (Q4) {
         let s = h2f(kc[base + HD / 8u] & 0xffffu);
-        return f32(i32((kc[base + j / 8u] >> (4u * (j % 8u))) & 15u) - 8) * s;
+        for (var c = 0u; c < HD / 8u; c = c + 1u) {
+            let kw = kc[base + c];
+            for (var i = 0u; i < 8u; i = i + 1u) {
+                dot = dot + qs[c * 8u + i] * (f32(i32((kw >> (4u * i)) & 15u) - 8) * s);
+            }
+        }
+    } else {
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(kc[base + d]); }
     }
-    return bitcast<f32>(kc[base + j]);
+    return dot * p.qk_scale;
 }
 
 fn load_v(base: u32, j: u32) -> f32 {
@@ -80,25 +90,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         l = state[sb + 1u];
         acc = state[sb + 2u + j];
     }
-    let qj = q[idx * HD + j];
+    qs[j] = q[idx * HD + j];
+    workgroupBarrier();
 
     let end = min(w.end, limit);
-    for (var pos = w.start; pos < end; pos = pos + 1u) {
-        let row = ((pos - w.buf_base) * p.n_kv + g) * ROW_WORDS;
-        red[j] = qj * load_k(w.k_off + row, j);
+    for (var b = w.start; b < end; b = b + HD) {
+        if (b + j < end) { sc[j] = score(w.k_off + ((b + j - w.buf_base) * p.n_kv + g) * ROW_WORDS); }
         workgroupBarrier();
-        for (var stride = HD / 2u; stride > 0u; stride = stride / 2u) {
-            if (j < stride) { red[j] = red[j] + red[j + stride]; }
-            workgroupBarrier();
+        let nb = min(HD, end - b);
+        for (var i = 0u; i < nb; i = i + 1u) {
+            let s = sc[i];
+            let m_new = max(m, s);
+            let c_old = exp(m - m_new);
+            let e = exp(s - m_new);
+            l = l * c_old + e;
+            acc = acc * c_old + e * load_v(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * ROW_WORDS, j);
+            m = m_new;
         }
-        let s = red[0] * p.qk_scale;
-        workgroupBarrier();  // everyone has read red[0] before the next position overwrites it
-        let m_new = max(m, s);
-        let c_old = exp(m - m_new);
-        let e = exp(s - m_new);
-        l = l * c_old + e;
-        acc = acc * c_old + e * load_v(w.v_off + row, j);
-        m = m_new;
+        workgroupBarrier();  // the block's scores are read by all before the next block overwrites them
     }
     if (MUT_NORMALISE) {  // bug (3): normalise at the window boundary and carry on
         acc = acc / l;
