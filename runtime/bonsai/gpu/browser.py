@@ -52,6 +52,7 @@ class BrowserGpu:
         self._bind_groups: dict[tuple, Any] = {}
         self._encoder: Any = None
         self._pass: Any = None
+        self._pass_ops: tuple[Any, Any, Any] = (None, None, None)
         self._errors: list[str] = []
         self.lost: str | None = None
         self.dispatch_count = 0
@@ -66,7 +67,7 @@ class BrowserGpu:
     def create(cls, power_preference: str = "high-performance") -> BrowserGpu:
         """Open the page's WebGPU adapter and a device on it with the adapter's full limits."""
         js, run_sync, to_js, _ = _ffi()
-        gpu = getattr(js.navigator, "gpu", None)
+        gpu: Any = getattr(js.navigator, "gpu", None)
         if _is_null(gpu):
             raise GpuUnavailableError(
                 "this browser exposes no WebGPU (navigator.gpu is undefined); use a current Chrome or "
@@ -191,9 +192,12 @@ class BrowserGpu:
             self._bind_groups[(key, "refs")] = tuple(buffers)
         if self._pass is None:
             self._pass = self._open_encoder().beginComputePass()
-        self._pass.setPipeline(kernel.pipeline)
-        self._pass.setBindGroup(0, bind_group)
-        self._pass.dispatchWorkgroups(*groups)
+            # bound methods looked up once per pass: each JS attribute lookup costs a round trip
+            self._pass_ops = (self._pass.setPipeline, self._pass.setBindGroup, self._pass.dispatchWorkgroups)
+        set_pipeline, set_bind_group, dispatch_workgroups = self._pass_ops
+        set_pipeline(kernel.pipeline)
+        set_bind_group(0, bind_group)
+        dispatch_workgroups(*groups)
         self.dispatch_count += 1
 
     def _compile(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
