@@ -97,7 +97,7 @@ def default_freshness_gate(config: Any, surface_name: str) -> tuple[str, ...]:
 
     workspace = Workspace(Path(config.root))
     plan = workspace.plan(workspace.config.surface(surface_name))
-    stale = stale_files(workspace.root, plan)
+    stale = stale_files(workspace.root, plan, workspace.lock_text(plan))  # exactly what `check` runs
     if stale:
         raise StaleSurfaceError(*(f"{s.path}: {s.reason}" for s in stale),
                                 f"surface {surface_name!r} is stale: run `bonsai-sync sync` before building")
