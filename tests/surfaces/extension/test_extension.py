@@ -142,7 +142,7 @@ def test_gpu_verbs_keep_the_native_contract_in_the_browser(checks):
 
 
 def test_without_wasm_unsafe_eval_the_page_says_so_instead_of_hanging(chromium_binary, extension_dir, tmp_path):
-    from .cdp import Chromium
+    from .cdp import Chromium, PageTimeout
 
     variant = tmp_path / "extension"
     shutil.copytree(extension_dir, variant)
@@ -151,6 +151,9 @@ def test_without_wasm_unsafe_eval_the_page_says_so_instead_of_hanging(chromium_b
     (variant / "manifest.json").write_text(json.dumps(manifest))
     chromium = Chromium(chromium_binary, variant, tmp_path / "profile")
     try:
+        # the harness itself: a page that never reports fails with what it showed and logged
+        with pytest.raises(PageTimeout, match=r"(?s)Loading Pyodide.*Content Security"):
+            chromium.open("page.html?boot_timeout=600", timeout=4)
         result = chromium.open("page.html?boot_timeout=5", timeout=60)
     finally:
         chromium.close()
