@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ModelConfig
-from ..ops import argmax, rmsnorm, rope, swiglu
+from ..ops import argmax, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
 
@@ -25,7 +25,6 @@ class Activations:
         self.k = gpu.buffer(batch * cfg.kv_dim * f)             # (batch, n_kv_heads, head_dim)
         self.v = gpu.buffer(batch * cfg.kv_dim * f)             # (batch, n_kv_heads, head_dim)
         self.att = gpu.buffer(batch * cfg.q_dim * f)            # (batch, n_heads, head_dim)
-        self.gate_up = gpu.buffer(batch * 2 * cfg.ffn_dim * f)  # (batch, 2 * ffn_dim)
         self.act = gpu.buffer(batch * cfg.ffn_dim * f)          # (batch, ffn_dim)
         self.logits = gpu.buffer(batch * cfg.vocab_size * f)    # (batch, vocab)
         self.token = gpu.buffer(16)                             # (1,) u32 argmax of the last row
@@ -52,8 +51,7 @@ class GpuModel:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = Params(gpu)
-        self.rope_q = gpu.buffer(48)  # rewritten each step: the position changes
-        self.rope_k = gpu.buffer(48)
+        self.rope = gpu.buffer(48)  # RoPE params, rewritten each step: the position changes
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
@@ -65,27 +63,29 @@ class GpuModel:
         c, a, g, t = self.cfg, self.act, self.gpu, len(ids)
         assert 0 < t <= a.batch
         g.write(a.ids, np.asarray(ids, np.uint32))
-        g.write(self.rope_q, rope.params(c.n_heads, c.head_dim, c.head_dim, c.q_dim, 0, pos, c.rope_theta,
-                                         c.n_heads, c.rms_eps))
-        g.write(self.rope_k, rope.params(c.n_kv_heads, c.head_dim, c.head_dim, c.kv_dim, 0, pos, c.rope_theta,
-                                         0, c.rms_eps))
+        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
+                                       c.n_heads, c.rms_eps))
         e = self.w.embed
         mm.dispatch_embed(g, e, a.ids, a.x, self.params(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
         norm_prm = self.params(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
-        swiglu_prm = self.params(swiglu.params(t, c.ffn_dim, 2 * c.ffn_dim, c.ffn_dim))
         for layer, lw in enumerate(self.w.layers):
             rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
-            self._mm(lw.wq, a.xn, a.q, t, x_stride=c.dim, y_stride=c.q_dim)
-            self._mm(lw.wk, a.xn, a.k, t, x_stride=c.dim, y_stride=c.kv_dim)
-            self._mm(lw.wv, a.xn, a.v, t, x_stride=c.dim, y_stride=c.kv_dim)
-            rope.dispatch(g, a.q, lw.qk_norm, self.rope_q, c.n_heads, t, neox=c.rope_neox, qk_norm=c.qk_norm)
-            rope.dispatch(g, a.k, lw.qk_norm, self.rope_k, c.n_kv_heads, t, neox=c.rope_neox, qk_norm=c.qk_norm)
+            if len(lw.qkv) == 1:  # Q, K and V from one dispatch
+                m = lw.qkv[0]
+                prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
+                mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v)
+            else:
+                for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim)):
+                    self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
+            rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
+                          qk_norm=c.qk_norm)
             self.cache.append(layer, a.k, a.v, pos, t)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
-            self._mm(lw.w_gate_up, a.xn, a.gate_up, t, x_stride=c.dim, y_stride=2 * c.ffn_dim)
-            swiglu.dispatch(g, a.gate_up, a.act, swiglu_prm, t, c.ffn_dim)
+            m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul
+            prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, c.ffn_dim))
+            mm.dispatch(g, m, a.xn, a.act, prm, t, out=mm.OUT_SWIGLU)
             self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
         out = self.w.output
         if all_logits:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..config import ModelConfig, check_tensors, layer_tensor_names
 from ..gguf import GGUFReader
-from ..ops.matmul import QMatrix, upload_matrix
+from ..ops.matmul import QMatrix, interleave_rows, upload_matrix
 from ..ops.qtypes import qtype
 from .progress import Progress
 
@@ -17,12 +17,11 @@ class LayerWeights:
     """One transformer block. Matrices are (out rows, in cols); norms are f32 vectors."""
 
     attn_norm: Any      # (dim,) f32
-    wq: QMatrix         # (q_dim, dim)
-    wk: QMatrix         # (kv_dim, dim)
-    wv: QMatrix         # (kv_dim, dim)
+    qkv: list[QMatrix]  # [(q_dim + 2 kv_dim, dim)] rows Q, K, V in one matrix when their types agree,
+                        # else [wq (q_dim, dim), wk (kv_dim, dim), wv (kv_dim, dim)]
     wo: QMatrix         # (dim, q_dim)
     ffn_norm: Any       # (dim,) f32
-    w_gate_up: QMatrix  # (2 * ffn_dim, dim): gate rows then up rows (one matmul for both)
+    w_gate_up: QMatrix  # (2 * ffn_dim, dim): rows gate_0, up_0, gate_1, up_1, ... (fused SwiGLU matmul)
     w_down: QMatrix     # (dim, ffn_dim)
     qk_norm: Any        # (2 * head_dim,) f32: [q_norm | k_norm] (qwen3), else a dummy buffer
 
@@ -45,10 +44,12 @@ def _matrix(gpu: Any, reader: GGUFReader, name: str, bar: Progress) -> QMatrix:
     return m
 
 
-def _concat_rows(gpu: Any, reader: GGUFReader, names: list[str], bar: Progress) -> QMatrix:
-    """Stack matrices of one type by rows into one buffer (gate + up -> one matmul)."""
+def _concat_rows(gpu: Any, reader: GGUFReader, names: list[str], bar: Progress, interleave: bool = False) -> QMatrix:
+    """Stack matrices of one type by rows into one buffer (Q|K|V, or gate/up interleaved row by row)."""
     infos = [reader.tensor(n) for n in names]
     data = b"".join(bytes(reader.tensor_data(n)) for n in names)
+    if interleave:
+        data = interleave_rows(data, infos[0].shape[1])
     rows = sum(i.shape[1] for i in infos)
     m = upload_matrix(gpu, data, qtype(infos[0].type_name, tensor=names[0]), rows, infos[0].shape[0], "+".join(names))
     bar.advance(len(data))
@@ -94,9 +95,7 @@ def upload_weights(gpu: Any, reader: GGUFReader, cfg: ModelConfig, progress: boo
                 qk = gpu.buffer(16)
             layers.append(LayerWeights(
                 attn_norm=_vector(gpu, reader, n["attn_norm"], bar),
-                wq=_matrix(gpu, reader, n["attn_q"], bar),
-                wk=_matrix(gpu, reader, n["attn_k"], bar),
-                wv=_matrix(gpu, reader, n["attn_v"], bar),
+                qkv=_qkv(gpu, reader, n, bar),
                 wo=_matrix(gpu, reader, n["attn_output"], bar),
                 ffn_norm=_vector(gpu, reader, n["ffn_norm"], bar),
                 w_gate_up=_gate_up(gpu, reader, n, bar),
@@ -114,4 +113,11 @@ def _gate_up(gpu: Any, reader: GGUFReader, n: dict[str, str], bar: Progress) -> 
 
         raise BonsaiError(f"{reader.path}: {n['ffn_gate']} and {n['ffn_up']} have different types; "
                           "Bonsai needs them equal to fuse the gate/up matmul")
-    return _concat_rows(gpu, reader, [n["ffn_gate"], n["ffn_up"]], bar)
+    return _concat_rows(gpu, reader, [n["ffn_gate"], n["ffn_up"]], bar, interleave=True)
+
+
+def _qkv(gpu: Any, reader: GGUFReader, n: dict[str, str], bar: Progress) -> list[QMatrix]:
+    names = [n["attn_q"], n["attn_k"], n["attn_v"]]
+    if len({reader.tensor(x).type_name for x in names}) == 1:
+        return [_concat_rows(gpu, reader, names, bar)]
+    return [_matrix(gpu, reader, x, bar) for x in names]

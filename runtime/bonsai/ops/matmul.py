@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,32 +45,59 @@ def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str 
 
 
 def params(n: int, k: int, t: int, row_bytes: int, x_stride: int, y_stride: int, y_offset: int = 0,
-           x_offset: int = 0) -> bytes:
-    """The kernel's param block (u32 x 8); strides and offsets count floats."""
-    return struct.pack("<8I", n, k, t, row_bytes, x_stride, y_stride, y_offset, x_offset)
+           x_offset: int = 0, n1: int = 0, n2: int = 0) -> bytes:
+    """The kernel's param block (u32 x 12); strides and offsets count floats; n1/n2 for OUT=2 (split)."""
+    return struct.pack("<12I", n, k, t, row_bytes, x_stride, y_stride, y_offset, x_offset, n1, n2, 0, 0)
 
 
-def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main") -> Any:
+OUT_PLAIN, OUT_SWIGLU, OUT_SPLIT = 0, 1, 2
+_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _spare(gpu: Any) -> tuple[Any, Any]:
+    """Two tiny buffers bound as y2/y3 when they are not written (auto layouts keep both bindings)."""
+    if gpu not in _SPARES:
+        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16))
+    return _SPARES[gpu]
+
+
+def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN) -> Any:
     return gpu.kernel("bonsai.ops", "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum)
+                      LANES=lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum, OUT=out)
 
 
 def tokens_per_group(t: int) -> int:
     return 1 if t == 1 else 8
 
 
-def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: bool = False) -> None:
-    """Record y[t, off + r] (+)= sum_c W[r, c] x[t, c] for t tokens; `prm` holds `params(...)`."""
+def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: bool = False,
+             out: int = OUT_PLAIN, y2: Any = None, y3: Any = None) -> None:
+    """Record y[t, off + r] (+)= sum_c W[r, c] x[t, c] for t tokens; `prm` holds `params(...)`.
+
+    out=OUT_SWIGLU: W's rows are interleaved (gate_i, up_i) and y[t, off + i] = silu(gate_i) * up_i.
+    out=OUT_SPLIT: rows [0, n1) -> y, [n1, n1 + n2) -> y2, the rest -> y3 (n1, n2 in `prm`).
+    """
     tt = tokens_per_group(t)
     rows_per_group = WG // lanes_for(m.cols, m.qtype)
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
-    gpu.dispatch(kernel(gpu, m, tt, accum), [m.buf, x, y, prm], groups)
+    if out != OUT_SPLIT:
+        y2, y3 = _spare(gpu)
+    bufs = [m.buf, x, y, prm, y2, y3]
+    gpu.dispatch(kernel(gpu, m, tt, accum, out=out), bufs, groups)
 
 
 def dispatch_embed(gpu: Any, m: QMatrix, ids: Any, y: Any, prm: Any, t: int) -> None:
     """Record y[t, :] = W[ids[t], :] (dequantised) for t tokens; `prm` holds `params(...)`."""
     groups = (-(-(m.cols // 32) // WG), t)
     gpu.dispatch(kernel(gpu, m, 1, entry="embed"), [m.buf, ids, y, prm], groups)
+
+
+def interleave_rows(raw: Any, rows_a: int) -> bytes:
+    """Rows of [A; B] (each rows_a rows) reordered to A0, B0, A1, B1, ... (for OUT_SWIGLU)."""
+    import numpy as np
+
+    r = np.frombuffer(raw, np.uint8).reshape(2, rows_a, -1)
+    return np.ascontiguousarray(r.transpose(1, 0, 2)).tobytes()
 
 
 def matmul(gpu: Any, m: QMatrix, x: Any, *, accum_into: Any = None) -> Any:

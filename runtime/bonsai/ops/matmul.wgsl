@@ -11,13 +11,19 @@ const LANES: u32 = {{LANES}}u;   // threads per row (power of two dividing WG)
 const ROWS: u32 = WG / LANES;
 const TT: u32 = {{TT}}u;         // tokens per workgroup
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
+// OUT 0: y[t, y_off + r]. OUT 1 (SwiGLU): rows come in (gate_i, up_i) pairs 2i, 2i+1 and
+// y[t, y_off + i] = silu(gate_i) * up_i. OUT 2 (split): rows [0, n1) -> y (t, n1),
+// [n1, n1 + n2) -> y2 (t, n2), the rest -> y3 (t, n - n1 - n2): Q, K and V from one dispatch.
+const OUT: u32 = {{OUT}}u;
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
-//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4)
+//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // (n, row_bytes) raw blocks
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride); embed: token ids
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
 @group(0) @binding(3) var<storage, read> p: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
+@group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
 
 var<workgroup> part: array<f32, WG * TT>;
 
@@ -90,6 +96,11 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
     return o;
 }
 
+fn store_split(r: u32, t: u32, v: f32) {
+    let n1 = p[8]; let n2 = p[9]; let n3 = p[0] - n1 - n2;
+    if (r < n1) { y[t * n1 + r] = v; } else if (r < n1 + n2) { y2[t * n2 + r - n1] = v; } else { y3[t * n3 + r - n1 - n2] = v; }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
@@ -121,11 +132,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var t = 0u; t < TT; t++) { part[li * TT + t] += part[(li + stride) * TT + t]; }
         }
     }
+    if (OUT == 1u) {
+        workgroupBarrier();
+        if (lane == 0u && (li / LANES) % 2u == 0u && r + 1u < n) {
+            for (var t = 0u; t < TT; t++) {
+                if (t0 + t < nt) {
+                    let g = part[li * TT + t];
+                    let u = part[(li + LANES) * TT + t];
+                    y[(t0 + t) * ys + yo + r / 2u] = g / (1.0 + exp(-g)) * u;
+                }
+            }
+        }
+        return;
+    }
     if (lane == 0u && r < n) {
         for (var t = 0u; t < TT; t++) {
             if (t0 + t < nt) {
-                let yi = (t0 + t) * ys + yo + r;
-                if (ACCUM) { y[yi] += part[li * TT + t]; } else { y[yi] = part[li * TT + t]; }
+                let v = part[li * TT + t];
+                if (OUT == 2u) {
+                    store_split(r, t0 + t, v);
+                } else {
+                    let yi = (t0 + t) * ys + yo + r;
+                    if (ACCUM) { y[yi] += v; } else { y[yi] = v; }
+                }
             }
         }
     }

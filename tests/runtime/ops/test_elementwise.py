@@ -27,7 +27,7 @@ def test_rmsnorm_matches_reference(gpu, rows, dim):
 @pytest.mark.parametrize("pos_base", [0, 7, 300])
 def test_rope_matches_reference(gpu, neox, pos_base):
     x = RNG.standard_normal((4, 3, 64)).astype(np.float32)
-    got = rp.rope(gpu, x, pos_base, 10000.0, neox=neox)
+    got = rp.rope(gpu, x, pos_base, 10000.0, neox=neox, n_q=2)  # heads 0-1 via q, head 2 via k
     want = rp.reference(x, pos_base, 10000.0, neox=neox)
     # f32 angle pos*base^(-2i/n) is off by ~|angle| * 2^-23 radians: bound 4e-7 * (pos + 4) * |x|
     assert np.all(np.abs(got - want) <= 4e-7 * (pos_base + 8) * np.abs(x).max() + 1e-6)
