@@ -75,7 +75,7 @@ class GpuModel:
                 prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
                 mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v)
             else:
-                for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim)):
+                for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
             rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
                           qk_norm=c.qk_norm)

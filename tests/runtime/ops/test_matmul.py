@@ -124,5 +124,5 @@ def test_split_output_is_bit_identical_to_one_plain_matmul(gpu, t):
     ys = [gpu.buffer(t * n * 4) for n in (n1, n2, n3)]
     prm = gpu.upload(mm.params(m.rows, k, t, m.row_bytes, k, 0, n1=n1, n2=n2))
     mm.dispatch(gpu, m, gpu.upload(x), ys[0], prm, t, out=mm.OUT_SPLIT, y2=ys[1], y3=ys[2])
-    parts = [np.frombuffer(gpu.read(b, t * n * 4), np.float32).reshape(t, n) for b, n in zip(ys, (n1, n2, n3))]
+    parts = [np.frombuffer(gpu.read(b, t * n * 4), np.float32).reshape(t, n) for b, n in zip(ys, (n1, n2, n3), strict=True)]
     assert np.array_equal(np.concatenate(parts, axis=1).view(np.uint32), plain.view(np.uint32))
