@@ -90,6 +90,39 @@ def bench_reference(a, ids):
             "decode_tok_s": a.new_tokens / decode_s}
 
 
+def bench_hf(a, ids):
+    """Peer: Hugging Face transformers (PyTorch, eager) loading the same GGUF; greedy with its KV cache."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model(a.model)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 torch_dtype=torch.float32).to(dev).eval()
+    x = torch.tensor([ids], device=dev)
+
+    def sync():
+        if dev == "cuda":
+            torch.cuda.synchronize()
+
+    with torch.no_grad():
+        model(x)  # warm-up
+        sync()
+        t0 = time.perf_counter()
+        out = model(x, use_cache=True)
+        sync()
+        prefill_s = time.perf_counter() - t0
+        pkv, tok = out.past_key_values, out.logits[0, -1].argmax()
+        t0 = time.perf_counter()
+        for _ in range(a.new_tokens):
+            out = model(tok.view(1, 1), past_key_values=pkv, use_cache=True)
+            pkv, tok = out.past_key_values, out.logits[0, -1].argmax()
+        sync()
+        decode_s = time.perf_counter() - t0
+    return {"engine": f"HF transformers {dev} float32 (eager)", "prefill_tok_s": len(ids) / prefill_s,
+            "decode_tok_s": a.new_tokens / decode_s}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=None)
@@ -98,6 +131,7 @@ def main() -> None:
     p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
     p.add_argument("--window", type=int, default=256)
     p.add_argument("--no-reference", action="store_true")
+    p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()
     from bonsai.gguf import GGUFReader
@@ -108,6 +142,8 @@ def main() -> None:
     rows = [bench_gpu(a, ids)]
     if not a.no_reference:
         rows.append(bench_reference(a, ids))
+    if a.hf:
+        rows.append(bench_hf(a, ids))
     print(f"model {resolve_model(a.model).name}: prompt {len(ids)} tokens, {a.new_tokens} decoded, "
           f"{platform.node()}")
     print(f"{'engine':58} {'prefill tok/s':>13} {'decode tok/s':>12} {'disp/tok':>8} {'submit/tok':>10}")
