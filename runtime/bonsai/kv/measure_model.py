@@ -61,6 +61,13 @@ def measure_model(tokens: int = 256) -> list[dict]:
                 "worst_v": f"{worst['V'][1]} (max rel err {worst['V'][0]:.3f})",
             })
             lo = hi
+        rows.append({
+            "source": "SmolLM2-135M", "mode": mode, "positions": f"1-{len(ids) - 1}", "n": len(ids) - 1,
+            "mean_kl": float(kl[1:].mean()), "max_kl": float(kl[1:].max()),
+            "argmax_changed": float(changed[1:].mean()),
+            "worst_k": f"{worst['K'][1]} (max rel err {worst['K'][0]:.3f})",
+            "worst_v": f"{worst['V'][1]} (max rel err {worst['V'][0]:.3f})",
+        })
     return rows
 
 
