@@ -30,3 +30,24 @@ def test_bad_input_is_one_error_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("bonsai-os: error: ") and message in err and "Traceback" not in err
+
+
+def test_without_a_prompt_it_answers_each_stdin_line_until_exit(monkeypatch, capsys):
+    import io
+
+    from bonsai_os.cli import parser, run
+
+    class Model:
+        def complete(self, messages, tools, on_text, max_tokens):
+            question = messages[-1]["content"]
+            if question == "time?" and messages[-1]["role"] == "user":
+                on_text('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>')
+            else:
+                on_text(f"answer to {question}")
+            return "stop"
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n\ntime?\nexit\nnever asked\n"))
+    assert run(parser().parse_args([]), model=Model()) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["answer to hello", "answer to 4"]
+    assert err.strip() == '[calculator({"expression": "2+2"}) -> 4]'

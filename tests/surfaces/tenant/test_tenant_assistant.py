@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from bonsai_tenant import Assistant, ToolCall
 from fake_backend import ScriptedBackend
 
@@ -82,3 +83,11 @@ class _Calls:
         else:
             yield ToolCall("call_1", "get_weather", self.arguments)
             yield Finish("tool_calls")
+
+
+@pytest.mark.slow
+def test_the_default_model_answers_through_the_public_api():
+    assistant = Assistant(max_tokens=6)
+    chunks = list(assistant.stream("What is the capital of France?"))
+    assert "Paris" in "".join(c.text for c in chunks)
+    assert chunks[-1].finish_reason in ("stop", "length")

@@ -10,6 +10,7 @@ from pathlib import Path
 from bonsai.errors import BonsaiError
 
 from . import __version__
+from .model import ChatModel
 from .session import Session, ToolUse
 
 
@@ -63,10 +64,12 @@ def _answer(session: Session, question: str) -> None:
     print(flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, model: ChatModel | None = None) -> int:
+    """Answer the prompt, or each stdin line until EOF / "exit"; `model` defaults to the engine."""
     if args.max_tokens < 1:
         raise BonsaiError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    session = Session(_model(args), _registry(args), max_tokens=args.max_tokens)
+    registry = _registry(args)
+    session = Session(model if model is not None else _model(args), registry, max_tokens=args.max_tokens)
     if args.prompt:
         _answer(session, " ".join(args.prompt))
         return 0
