@@ -11,7 +11,10 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
 
     from bonsai.kv import KVCache
     cache = KVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
-                    mode="f32" | "q4" | "q4r", window=64, vram_budget=None)
+                    mode="f32" | "q4" | "q4r", window=64, vram_budget=None,
+                    staging_positions=512, variant="auto")
+        # window: positions per GPU slot; vram_budget: bytes of slots (None = all resident);
+        # variant: attention kernel ("auto" = "serial" on CPU adapters, "wide" on GPUs)
     cache.append(layer, k_buf, v_buf, pos, n)
         # k_buf, v_buf: [n, n_kv_heads, head_dim] f32 written by the model (from offset 0).
         # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
@@ -30,6 +33,8 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
     cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
     cache.restore(new_gpu)                # after device loss: rebuild GPU windows from the master
     cache.bytes_per_position()            # GPU bytes per layer per position, from buffer sizes
+    cache.length[layer]                   # positions committed to the host master
+    cache.streamed_windows                # windows written up from the master so far
     cache.host_rows(layer, kind)          # the master copy ("k"/"v") in the cache's format
     cache.dequantised(layer, kind)        # [positions, n_kv, hd] f32 as attention sees it
 

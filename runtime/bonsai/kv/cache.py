@@ -170,8 +170,8 @@ class KVCache:
             self._state = self.gpu.buffer(need)
         n_win = -(-kv_len // self.window)
         wins = [self._window(w, self._resident.get((layer, w))) for w in range(n_win)]
-        for i, w in enumerate(wins):  # parameter buffers first, so recording is not split
-            att.window_params(w, i == 0)
+        for i, desc in enumerate(wins):  # parameter buffers first, so recording is not split
+            att.window_params(desc, i == 0)
         att.call_params(pos_base, n_q)
         q = att.begin(q_buf, pos_base, n_q)
         for w in range(n_win):

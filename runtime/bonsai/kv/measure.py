@@ -37,7 +37,8 @@ def roundtrip(x: np.ndarray) -> np.ndarray:
     return quant4.decode(quant4.encode(x, "q4"), "q4")
 
 
-def cached_kv(mode: str, k: np.ndarray, v: np.ndarray, q: np.ndarray):
+def cached_kv(mode: str, k: np.ndarray, v: np.ndarray,
+              q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q, k, v) as attention sees them in `mode`: q4r rotates K and Q before quantising K."""
     if mode == "f32":
         return q, k, v
@@ -59,7 +60,8 @@ def synthetic(lengths=LENGTHS, modes=("q4", "q4r"), n_heads=9, n_kv=3, head_dim=
         pb = pos_base(n)
         ref = reference(q, k[:n], v[:n], pb)
         for mode in modes:
-            err = np.abs(reference(*cached_kv(mode, k[:n], v[:n], q), pb) - ref)
+            qm, km, vm = cached_kv(mode, k[:n], v[:n], q)
+            err = np.abs(reference(qm, km, vm, pb) - ref)
             head = int(np.argmax(err.max(axis=(0, 2))))
             rows.append(Row("synthetic", mode, n, pb, float(err.mean()), float(err.max()), f"head {head}"))
     return rows
