@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,9 +70,15 @@ class Workspace:
         """The closure graph of `surface` (always built; errors raise ClosureError)."""
         from .closure import closure
 
+        # libcst trees are acyclic and freed by reference counting; the cyclic collector would
+        # only rescan millions of short-lived nodes while parsing.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             return closure(self.config, surface, self.index, self.facts_of)
         finally:
+            if collecting:
+                gc.enable()
             self.facts_store.save()
 
     def plan(self, surface: Surface) -> Plan:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -11,7 +10,7 @@ from .facts import Facts, ImportFact, Problem, ResourceFact
 
 # Only files mentioning one of these can hold a dynamic import or a resource path; the others
 # are walked statement by statement, which is far cheaper than visiting every expression.
-_HINTS = re.compile(r"import_module|__import__|importlib|\bexec\b|iter_modules|walk_packages|__file__|resources")
+_HINTS = ("import_module", "__import__", "importlib", "exec(", "iter_modules", "walk_packages", "__file__", "resources")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 
 
@@ -32,7 +31,7 @@ def scan(text: str) -> Facts:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return Facts(problems=(Problem("syntax", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1),))
-    walker = _Walker(cst, bool(_HINTS.search(text)))
+    walker = _Walker(cst, any(hint in text for hint in _HINTS))
     walker.block(module.body, _Ctx())
     where = locate(module, [node for node, _ in walker.pending])
     made = [make(*where[id(node)]) for node, make in walker.pending]
