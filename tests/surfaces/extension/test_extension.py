@@ -95,7 +95,7 @@ def test_device_loss_is_reported_and_a_new_device_gives_the_same_bits(checks):
 
 
 PROMPT = "The capital of France is"
-N_TOKENS = 4
+N_TOKENS = 3  # a handful: SwiftShader decodes ~0.2 tokens/s here
 
 
 def test_greedy_tokens_in_the_browser_equal_the_native_runtime(browser, model_server, gpu):
