@@ -52,6 +52,10 @@ from .info import info  # noqa: E402
 
 main.add_command(info)
 
+from .tools.cli import tools_group  # noqa: E402
+
+main.add_command(tools_group)
+
 from .commands.eval import eval_cmd  # noqa: E402
 from .commands.run import chat, run  # noqa: E402
 

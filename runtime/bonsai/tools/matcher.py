@@ -5,9 +5,10 @@ alternative still alive (anyOf, or which tool is being named). `advance(state, b
 the next state, empty when the byte is impossible. States are hashable and small (they remember
 the phase of each open value, never the text itself), so masks can be cached per state.
 
-Grammar: [`<tool_call>`] ws? CALL ws? `</tool_call>`, where CALL is the compact-or-spaced JSON
-`{"name": "<declared tool>", "arguments": {<that tool's schema>}}`; at most MAX_WS whitespace
-bytes at each position. Inside strings `</` is not allowed (so `</tool_call>` can never appear in
+Grammar: [`<tool_call>`] nl? CALL nl? `</tool_call>`, where CALL is the JSON
+`{"name": "<declared tool>", "arguments": {<that tool's schema>}}` with at most one space after
+each `:` and `,` and no other whitespace (the Hermes layout; a small model left free to pick
+whitespace wanders into blank lines), and nl is at most one newline. Inside strings `</` is not allowed (so `</tool_call>` can never appear in
 a string: the streaming parser would cut there; a model can write `<\\/` instead).
 """
 
@@ -16,10 +17,11 @@ from __future__ import annotations
 from .events import CLOSE_TAG, OPEN_TAG
 from .grammar import AltNode, ArrNode, LitNode, Node, NumNode, ObjNode, StrNode
 
-MAX_WS = 2
+MAX_WS = 1
 OPEN = OPEN_TAG.encode()
 CLOSE = CLOSE_TAG.encode()
-WS = frozenset(b" \n\t")
+WS = frozenset(b" ")  # inside the JSON, only after `:` and `,`
+NL = frozenset(b"\n")  # around the JSON, inside the tags
 DIGITS = frozenset(b"0123456789")
 HEX = frozenset(b"0123456789abcdefABCDEF")
 ESCAPES = frozenset(b'"\\/bfnrtu')
@@ -105,7 +107,7 @@ def _step(stack: Stack, b: int) -> list[Stack]:
     if kind == ARR:
         _, node, phase, ws = top
         if b in WS:
-            return [(*rest, (ARR, node, phase, ws + 1))] if ws < MAX_WS else []
+            return [(*rest, (ARR, node, phase, ws + 1))] if ws < MAX_WS and phase == A_COMMA else []
         if phase != A_COMMA and b == RBRACK:
             return [rest]
         if phase == A_VALUE:
@@ -159,7 +161,7 @@ def _step_object(top: tuple, rest: Stack, b: int) -> list[Stack]:
             return [(*rest, (OBJ, node, O_KEY, seen, longer, 0))]
         return []
     if b in WS:
-        return [(*rest, (OBJ, node, phase, seen, key, ws + 1))] if ws < MAX_WS else []
+        return [(*rest, (OBJ, node, phase, seen, key, ws + 1))] if ws < MAX_WS and phase == O_COMMA else []
     if phase in (O_OPEN, O_COMMA) and b == QUOTE:
         return [(*rest, (OBJ, node, O_KEY, seen, b"", 0))] if _free_keys(node, seen) else []
     if phase in (O_OPEN, O_VALUE) and b == RBRACE:
@@ -182,8 +184,8 @@ def _step_root(top: tuple, rest: Stack, b: int) -> list[Stack]:
         if b != CLOSE[k]:
             return []
         return [DONE] if k + 1 == len(CLOSE) else [(*rest, (ROOT, node, R_CLOSE, k + 1))]
-    if b in WS:
-        return [(*rest, (ROOT, node, phase, k + 1))] if k < MAX_WS else []
+    if b in NL:
+        return [(*rest, (ROOT, node, phase, k + 1))] if k < 1 else []
     if phase == R_BEFORE:
         return _start((*rest, (ROOT, node, R_AFTER, 0)), node, b)
     return [(*rest, (ROOT, node, R_CLOSE, 1))] if b == CLOSE[0] else []

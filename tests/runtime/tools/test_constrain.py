@@ -199,6 +199,10 @@ def test_valid_calls_are_allowed_byte_for_byte(text):
         '<tool_call>{"name": "plan", "arguments": {"ratio": 1e999',  # would overflow to inf
         '<tool_call>{"name": "plan", "arguments": {"steps": ["a",]',  # trailing comma
         '<tool_call>{"name": "clock", "arguments": {}}   \n',  # too much whitespace
+        "<tool_call>\n\n{",  # one newline at most around the JSON
+        '<tool_call>{ "name"',  # whitespace only after : and ,
+        '<tool_call>{"name" :',
+        '<tool_call>{"name":  "',
         '<tool_call>{"name": "clock", "arguments": {}} x',  # text before the closing tag
         '<tool_call>{"name": "clock", "arguments": {"timezone": "\x01',  # raw control byte
         '<tool_call>{"name": "clock", "arguments": {"timezone": "\\x',  # bad escape

@@ -1,0 +1,131 @@
+"""`bonsai tools`: list the built-ins, parse a recorded response, run one call, chat with tools."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import BonsaiError
+from .builtin import BUILTIN_NAMES, builtin_registry
+from .events import TextEvent, ToolCallEvent
+from .parser import parse_text
+
+TOOLS_OPTION = click.option(
+    "--tools",
+    "tool_names",
+    default="calculator,clock",
+    show_default=True,
+    help=f"Comma-separated built-in tools ({', '.join(BUILTIN_NAMES)}).",
+)
+ROOT_OPTION = click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The only directory read_file may read.",
+)
+
+
+@click.group("tools")
+def tools_group() -> None:
+    """Tool calling: built-in tools, the streaming parser, and chat with tools."""
+
+
+@tools_group.command("list")
+@TOOLS_OPTION
+@ROOT_OPTION
+def list_tools(tool_names: str, root: Path | None) -> None:
+    """Print each tool's JSON spec, one per line (what goes into the <tools> block)."""
+    for spec in builtin_registry(tool_names, root).specs():
+        click.echo(json.dumps(spec, ensure_ascii=False))
+
+
+@tools_group.command("parse")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@TOOLS_OPTION
+@ROOT_OPTION
+def parse(file, tool_names: str, root: Path | None) -> None:
+    """Parse a model response (FILE, or - for stdin) into events, one JSON object per line."""
+    for event in parse_text(file.read(), builtin_registry(tool_names, root)):
+        click.echo(
+            json.dumps({"event": type(event).__name__, **dataclasses.asdict(event)}, ensure_ascii=False)
+        )
+
+
+@tools_group.command("call")
+@click.argument("name")
+@click.argument("arguments", default="{}")
+@ROOT_OPTION
+def call(name: str, arguments: str, root: Path | None) -> None:
+    """Run one built-in tool with ARGUMENTS (a JSON object); exit 1 if the tool reports an error."""
+    try:
+        args = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise BonsaiError(
+            f"ARGUMENTS is not valid JSON ({exc.msg} at char {exc.pos}): {arguments!r}"
+        ) from None
+    result = builtin_registry([name], root).run("call_0", name, args)
+    click.echo(result.content)
+    if not result.ok:
+        raise SystemExit(1)
+
+
+@tools_group.command("chat")
+@click.argument("message")
+@TOOLS_OPTION
+@ROOT_OPTION
+@click.option("--model", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None)
+@click.option("--max-steps", default=4, show_default=True, help="Generations before giving up.")
+@click.option("--max-tokens", default=128, show_default=True, help="New tokens per generation.")
+@click.option("--required", is_flag=True, help="The first reply must be a tool call.")
+@click.option("--unconstrained", is_flag=True, help="Do not mask logits inside <tool_call> (parse only).")
+def chat(
+    message: str,
+    tool_names: str,
+    root: Path | None,
+    model: Path | None,
+    max_steps: int,
+    max_tokens: int,
+    required: bool,
+    unconstrained: bool,
+) -> None:
+    """Answer MESSAGE with the model, calling tools as needed; every step is printed."""
+    from ..chat_template import ChatTemplate
+    from ..engine.engine import Engine
+    from .engine_generate import engine_generate
+    from .loop import LoopStep, ToolLoop
+    from .prompt import ToolPrompt
+
+    registry = builtin_registry(tool_names, root)
+    engine = Engine.load(model, progress=False)
+    prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
+
+    def show_step(step: LoopStep) -> None:
+        click.echo("")
+        for event in step.events:
+            if isinstance(event, ToolCallEvent):
+                click.echo(
+                    f"[step {step.index}] call {event.id}: {event.name}({json.dumps(event.arguments)})"
+                )
+            elif not isinstance(event, TextEvent):
+                click.echo(f"[step {step.index}] malformed call {event.id}: {event.message}")
+        for result in step.results:
+            click.echo(f"[step {step.index}] result {result.id}: {result.content}")
+
+    loop = ToolLoop(
+        engine_generate(engine, max_tokens=max_tokens),
+        engine.tokenizer,
+        registry,
+        prompt,
+        max_steps,
+        constrained=not unconstrained,
+        tool_choice="required" if required else "auto",
+        on_text=lambda piece: click.echo(piece, nl=False),
+        on_step=show_step,
+    )
+    result = loop.run(message)
+    if not result.finished:
+        raise BonsaiError(f"no final answer within {max_steps} steps (raise --max-steps)")
+    click.echo(f"answer: {result.answer}")
