@@ -13,8 +13,11 @@ from .graph import GraphBuilder
 from .index import ModuleIndex
 
 
-def closure(config: Config, surface: Surface, index: ModuleIndex, facts_of: Callable[[Path], Facts]) -> nx.DiGraph:
-    """The import graph of everything `surface` needs; errors name `file:line:col`."""
+def closure(
+    config: Config, surface: Surface, index: ModuleIndex, facts_of: Callable[[Path], Facts], strict: bool = True
+) -> nx.DiGraph:
+    """The import graph of everything `surface` needs; errors name `file:line:col` and raise
+    ClosureError, unless `strict` is False (then they are in `graph.graph["errors"]`)."""
     table = f"{TABLE}.surfaces.{surface.name}"
     builder = GraphBuilder(config.root, index, facts_of, set(surface.third_party), table)
     for name in surface.entry:
@@ -37,7 +40,9 @@ def closure(config: Config, surface: Surface, index: ModuleIndex, facts_of: Call
                 if path.is_file() and "__pycache__" not in path.parts:
                     builder.add_file(path, root)
     _uncovered(builder, surface)
-    builder.fail()
+    graph.graph["errors"] = sorted(set(builder.errors))
+    if strict:
+        builder.fail()
     graph.graph["third_party"] = sorted(builder.third_party)
     return graph
 

@@ -88,9 +88,17 @@ def why(ws: Workspace, name: str, target: str) -> int:
     from .render import shortest_chain
 
     surface = ws.config.surface(name)
-    for line in shortest_chain(ws.graph(surface), surface, target, ws.root):
+    closure = ws.graph(surface, strict=False)
+    for line in shortest_chain(closure, surface, target, ws.root):
         click.echo(line)
-    return OK
+    return _report_errors(closure)
+
+
+def _report_errors(closure) -> int:
+    """Print the closure's errors (why/graph still show a broken closure) and pick the exit code."""
+    for error in closure.graph.get("errors", []):
+        click.echo(str(error), err=True)
+    return 3 if closure.graph.get("errors") else OK
 
 
 def graph(ws: Workspace, name: str, fmt: str) -> int:
@@ -98,6 +106,6 @@ def graph(ws: Workspace, name: str, fmt: str) -> int:
     from .render import to_dot, to_json
 
     surface = ws.config.surface(name)
-    g = ws.graph(surface)
+    g = ws.graph(surface, strict=False)
     sys.stdout.write(to_dot(g) if fmt == "dot" else to_json(g, surface))
-    return OK
+    return _report_errors(g)

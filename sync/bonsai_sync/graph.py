@@ -69,6 +69,12 @@ class GraphBuilder:
         if not self.graph.has_edge(source.name, target.name):
             self.graph.add_edge(source.name, target.name, kind=kind, file=site, line=line, col=col)
 
+    def _outside(self, info: ModuleInfo, name: str, kind: str, fact: ImportFact) -> None:
+        """A node for something the copy does not hold (so `why` and `graph` can show it)."""
+        assert info.file is not None
+        self.graph.add_node(name, kind=kind, path=None, root=None, rel=name)
+        self.graph.add_edge(info.name, name, kind=fact.kind, file=self.where(info.file), line=fact.line, col=fact.col)
+
     def _error(self, info: ModuleInfo, line: int, col: int, message: str) -> None:
         assert info.file is not None
         self.errors.append(Diagnostic(self.where(info.file), line, col, message))
@@ -106,13 +112,16 @@ class GraphBuilder:
         if self.index.find(top) is None:
             if top in self.allowed:
                 self.third_party.add(top)
+                self._outside(info, top, "third-party", fact)
             elif top not in _ALWAYS and not fact.optional:
                 self._error(info, fact.line, fact.col, f"cannot import {name!r}: not first-party, not stdlib, and not in `third-party` of [{self.table}]; declare it there or fix the import")
+                self._outside(info, top, "not allowed", fact)
             return
         target = self.index.find(name)
         if target is None:
             if not fact.optional:
                 self._error(info, fact.line, fact.col, f"no module named {name!r} in the source roots; fix the import, or wrap it in try/except ImportError if it is optional")
+                self._outside(info, name, "missing", fact)
             return
         self._link(info, target, fact.kind, fact.line, fact.col)
         names = list(fact.names)

@@ -66,8 +66,8 @@ class Workspace:
             self.facts_store.put(key, facts)
         return facts
 
-    def graph(self, surface: Surface) -> nx.DiGraph:
-        """The closure graph of `surface` (always built; errors raise ClosureError)."""
+    def graph(self, surface: Surface, strict: bool = True) -> nx.DiGraph:
+        """The closure graph of `surface` (always built); errors raise ClosureError when `strict`."""
         from .closure import closure
 
         # libcst trees are acyclic and freed by reference counting; the cyclic collector would
@@ -75,7 +75,7 @@ class Workspace:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return closure(self.config, surface, self.index, self.facts_of)
+            return closure(self.config, surface, self.index, self.facts_of, strict)
         finally:
             if collecting:
                 gc.enable()

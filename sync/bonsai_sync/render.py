@@ -60,7 +60,7 @@ def to_json(graph: nx.DiGraph, surface: Surface) -> str:
 def to_dot(graph: nx.DiGraph) -> str:
     lines = ["digraph closure {"]
     for node, data in sorted(graph.nodes(data=True)):
-        shape = "note" if data["kind"] == "resource" else "box"
+        shape = {"resource": "note", "third-party": "ellipse", "not allowed": "octagon", "missing": "octagon"}.get(data["kind"], "box")
         lines.append(f'  "{node}" [shape={shape}];')
     for a, b, data in sorted(graph.edges(data=True), key=lambda e: (e[0], e[1])):
         style = ' [style=dashed]' if data["kind"] == "parent package" else ""

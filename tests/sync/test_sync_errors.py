@@ -158,3 +158,13 @@ def test_syntax_error_names_the_place(scenario):
     assert result.exit_code == 3
     assert result.stderr.startswith("src/app/helper.py:3:")
     assert "syntax error" in result.stderr
+
+
+def test_why_explains_a_forbidden_import_even_when_the_closure_fails(scenario):
+    repo = scenario("unresolved")
+    result = repo.run("why", "app", "requests")
+    assert result.exit_code == 3
+    assert result.stdout == "app.main  (entry)\n  -> requests  (src/app/main.py:6:1, import)\n"
+    assert result.stderr == UNRESOLVED
+    graph = repo.run("graph", "app", "--format", "dot")
+    assert '  "requests" [shape=octagon];\n' in graph.stdout and graph.exit_code == 3
