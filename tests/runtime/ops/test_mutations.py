@@ -1,0 +1,85 @@
+"""Mutation tests: kernels built from a deliberately broken copy of their WGSL must fail our checks.
+
+Each case patches one line of the real shader source, compiles it, swaps it in, and asserts the
+same comparison the op tests make (exact bits for dequantisation, the stated bound otherwise) fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.gpu import Kernel, shaders
+from bonsai.ops import matmul as mm
+from bonsai.ops import rope as rp
+from bonsai.ops.qtypes import QTYPES, dequantize
+
+from .conftest import quantized
+
+
+def _compile(gpu, filename, old, new, entry="main", **constants):
+    src = shaders.load_source("bonsai.ops", filename)
+    assert src.count(old) >= 1, f"mutation site {old!r} not found in {filename}"
+    code = shaders.render(src.replace(old, new), constants, name=filename)
+    module = gpu.device.create_shader_module(code=code)
+    pipe = gpu.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": entry})
+    return Kernel(f"mutant:{filename}", pipe)
+
+
+def _dequant_exact(gpu, name, cols=128):
+    raw = quantized(name, 4, cols, seed=11)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], 4, cols)
+    got = mm.matmul(gpu, m, np.eye(cols, dtype=np.float32))
+    want = dequantize(raw, QTYPES[name], cols).T
+    return np.array_equal((got + np.float32(0)).view(np.uint32), (want + np.float32(0)).view(np.uint32))
+
+
+def _matmul_within_bound(gpu, name):
+    rows, cols, t = 9, 256, 3
+    raw = quantized(name, rows, cols, seed=12)
+    x = np.random.default_rng(2).standard_normal((t, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    got = mm.matmul(gpu, m, x)
+    scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
+    return bool(np.all(np.abs(got - mm.reference(raw, QTYPES[name], rows, cols, x)) <= 1e-5 * scale))
+
+
+MATMUL_MUTANTS = [  # (what, qtype, old, new, check)
+    ("Q4_1 nibbles high-first", "Q4_1", "o[v] = nib_lo(q) * dm.x + dm.y;", "o[v] = nib_lo(q >> 4u) * dm.x + dm.y;",
+     _dequant_exact),
+    ("Q1_0 sign bit inverted", "Q1_0", "select(vec4<f32>(-d), vec4<f32>(d),", "select(vec4<f32>(d), vec4<f32>(-d),",
+     _dequant_exact),
+    ("unaligned word assembled with the wrong shift", "Q8_0", "(w[i] >> 16u) | (w[i + 1u] << 16u)",
+     "(w[i] >> 8u) | (w[i + 1u] << 24u)", _dequant_exact),
+    ("Q4_0 offset 8 forgotten", "Q4_0", "o[v] = (nib_lo(q) - 8.0) * d;", "o[v] = nib_lo(q) * d;", _dequant_exact),
+    ("workgroup reduction drops the last lanes", "Q4_1", "if (lane < stride) {", "if (lane < stride && stride > 1u) {",
+     _matmul_within_bound),
+]
+
+
+@pytest.mark.parametrize("what,name,old,new,check", MATMUL_MUTANTS, ids=[m[0] for m in MATMUL_MUTANTS])
+def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
+    assert check(gpu, name), "the unmutated kernel must pass the check"
+    real = mm.kernel
+
+    def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN):
+        consts = dict(QTYPE=m.qtype.ggml_id, WG=mm.WG, LANES=mm.lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum, OUT=out)
+        return _compile(gpu_, "matmul.wgsl", old, new, entry=entry, **consts)
+
+    monkeypatch.setattr(mm, "kernel", mutant)
+    assert not check(gpu, name), f"mutation not caught: {what}"
+    monkeypatch.setattr(mm, "kernel", real)
+
+
+def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
+    x = np.random.default_rng(5).standard_normal((3, 2, 64)).astype(np.float32)
+
+    def ok():
+        got = rp.rope(gpu, x, 9, 10000.0, neox=False, n_q=1)
+        return np.all(np.abs(got - rp.reference(x, 9, 10000.0, neox=False)) <= 4e-7 * 17 * np.abs(x).max() + 1e-6)
+
+    assert ok()
+    k = _compile(gpu, "rope.wgsl", "let pos = f32(p[5] + t);", "let pos = f32(p[5] + t + 1u);",
+                 WG=rp.WG, NEOX=False, QK_NORM=False)
+    monkeypatch.setattr(gpu, "kernel", lambda *a, **kw: k)
+    assert not ok()
