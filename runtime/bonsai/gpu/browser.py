@@ -46,7 +46,7 @@ class BrowserGpu:
     def __init__(self, device: Any, adapter: Any) -> None:
         self._js, self._run_sync, self._to_js, self._create_proxy = _ffi()
         self.device = device
-        self.adapter = adapter
+        self.adapter = Adapter(adapter)
         self.queue = device.queue
         self._kernels: dict[tuple, Kernel] = {}
         self._bind_groups: dict[tuple, Any] = {}
@@ -89,8 +89,8 @@ class BrowserGpu:
     @property
     def description(self) -> str:
         info = self.adapter.info
-        name = info.description or info.device or info.vendor or "unknown adapter"
-        return f"{name} (WebGPU, {info.architecture or 'unknown architecture'})"
+        name = info["description"] or info["device"] or info["vendor"] or "unknown adapter"
+        return f"{name} (WebGPU, {info['architecture'] or 'unknown architecture'}, {info['adapter_type']})"
 
     @property
     def max_binding_bytes(self) -> int:
@@ -269,6 +269,25 @@ class BrowserGpu:
         if self._pass is not None:
             self._pass.end()
             self._pass = None
+
+
+class Adapter:
+    """The JS GPUAdapter, with `info` as a dict of wgpu-py's keys: code written against the native
+    seam (e.g. `gpu.adapter.info["adapter_type"]`) reads both backends alike; `js` is the adapter."""
+
+    def __init__(self, js_adapter: Any) -> None:
+        self.js = js_adapter
+
+    @property
+    def info(self) -> dict[str, str]:
+        raw = self.js.info
+        fields = {key: str(getattr(raw, key, "") or "") for key in ("vendor", "architecture", "device", "description")}
+        software = bool(getattr(raw, "isFallbackAdapter", False)) or fields["architecture"] == "swiftshader"
+        return {**fields, "adapter_type": "CPU" if software else "Unknown", "backend_type": "WebGPU"}
+
+    @property
+    def limits(self) -> Any:
+        return self.js.limits
 
 
 def _is_null(value: Any) -> bool:

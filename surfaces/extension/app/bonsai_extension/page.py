@@ -46,6 +46,7 @@ def run(params: Any) -> str:
 
         gpu = BrowserGpu.create() if params.get("checks") else None
         result["adapter"] = gpu.description if gpu is not None else None
+        result["adapter_info"] = gpu.adapter.info if gpu is not None else None
         if "attention" in params.get("checks", []):
             from . import attention_check
 
