@@ -74,6 +74,19 @@ def _shader_errors_name_the_file(gpu: Any) -> bool:
     return _write_read_offsets(gpu)  # the failed compiles left no error behind for later work
 
 
+def _invalid_work_raises_then_the_device_carries_on(gpu: Any) -> bool:
+    """Binding a storage buffer where the kernel wants a uniform must raise (natively at once; in the
+    browser by the next read, as GpuValidationError), and later valid work must still succeed."""
+    kernel = gpu.kernel(PACKAGE, "verbs.wgsl", WG=64)
+    wrong, out = gpu.buffer(16), gpu.buffer(16)
+    try:
+        gpu.dispatch(kernel, [wrong, wrong, out], 1)
+        gpu.read(out)
+    except Exception:  # noqa: BLE001 - wgpu's and WebGPU's error types differ; raising is the contract
+        return _write_read_offsets(gpu)
+    return False
+
+
 CHECKS = {
     "write_read_offsets": _write_read_offsets,
     "odd_sizes_are_padded": _odd_sizes_are_padded,
@@ -81,6 +94,7 @@ CHECKS = {
     "dispatch_ordering": _dispatch_ordering,
     "wait_and_count": _wait_and_count,
     "shader_errors_name_the_file": _shader_errors_name_the_file,
+    "invalid_work_raises_then_the_device_carries_on": _invalid_work_raises_then_the_device_carries_on,
 }
 
 
