@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bonsai.gpu import Gpu
+from bonsai.gpu.device import Gpu
 from bonsai.kv import KVCache
 
 

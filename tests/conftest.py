@@ -24,7 +24,7 @@ def gpu():
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp/bonsai-xdg-tests")
     os.makedirs(os.environ["XDG_RUNTIME_DIR"], exist_ok=True)
     try:
-        from bonsai.gpu import Gpu
+        from bonsai.gpu.device import Gpu
 
         return Gpu.create()
     except Exception as exc:  # noqa: BLE001 - any failure to get a device is reported the same way

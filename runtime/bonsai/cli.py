@@ -33,7 +33,7 @@ def main() -> None:
 @main.command()
 def doctor() -> None:
     """Show the GPU adapter and the default model this machine would use."""
-    from .gpu import Gpu
+    from .gpu.device import Gpu
     from .models import default_model_path
 
     gpu = Gpu.create()

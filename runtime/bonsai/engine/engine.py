@@ -13,7 +13,7 @@ import numpy as np
 
 from ..config import ModelConfig
 from ..gguf import GGUFReader
-from ..gpu import Gpu
+from ..gpu.device import Gpu
 from ..models import resolve_model
 from .model import GpuModel
 from .recovery import is_device_lost

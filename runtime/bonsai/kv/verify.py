@@ -21,7 +21,7 @@ def verify() -> None:
               help="Attention kernel variant (auto: serial on CPU adapters, wide on GPUs).")
 def attention(kv_len: int, prefill: int, variant: str) -> None:
     """Windowed == whole-cache attention, bit for bit, fp64-bounded; and six injected bugs caught."""
-    from ..gpu import Gpu
+    from ..gpu.device import Gpu
     from .attention import Mutations, default_variant
     from .exactness import check_mutation, matrix, run_matrix
 

@@ -69,7 +69,7 @@ def test_streamed_windows_give_the_resident_bits(gpu, mode):
 
 
 def test_restore_rebuilds_windows_from_the_host_master(gpu):
-    from bonsai.gpu import Gpu
+    from bonsai.gpu.device import Gpu
 
     rng = np.random.default_rng(2)
     k, v, q = rows(rng, 30), rows(rng, 30), rng.standard_normal((1, N_HEADS, HD)).astype(np.float32)

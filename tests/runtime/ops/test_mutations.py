@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.gpu import Kernel, shaders
+from bonsai.gpu import shaders
+from bonsai.gpu.device import Kernel
 from bonsai.ops import matmul as mm
 from bonsai.ops import rope as rp
 from bonsai.ops.qtypes import QTYPES, dequantize
