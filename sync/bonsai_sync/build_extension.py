@@ -26,6 +26,12 @@ PAGE_FILES = ("manifest.json", "background.js", "page.html", "page.js", "page.cs
 # What loadPyodide fetches at start; the rest of the npm package (types, maps, consoles) stays out.
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 PYTHON_SUFFIXES = (".py", ".wgsl", ".json", ".txt")
+# What the page's own Python imports or loads from the synced closure (see app/bonsai_extension).
+CLOSURE_NEEDS = {
+    "bonsai/gpu/browser.py": "bonsai.gpu.browser",
+    "bonsai/gguf/__init__.py": "bonsai.gguf",
+    "bonsai/kv/attention.wgsl": "bonsai/kv/*.wgsl (data)",
+}
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__"}
 
@@ -51,7 +57,12 @@ def collect(repo_root: Path, *, pyodide_dir: Path | None = None, closure_dir: Pa
     if any(not (pyodide_dir / name).is_file() for name in PYODIDE_FILES):
         missing.append(f"(Pyodide core missing: run `bash {surface / 'fetch_pyodide.sh'}`)")
     if not (closure_dir / "bonsai").is_dir():
-        missing.append(f"{closure_dir / 'bonsai'} (the synced runtime: run `bonsai-sync sync` first)")
+        missing.append(f"{closure_dir / 'bonsai'} (the synced runtime: run `bonsai-sync sync --surface extension`)")
+    else:
+        missing.extend(
+            f"{closure_dir / rel} (add {what} to [tool.bonsai-sync.surfaces.extension] and sync again)"
+            for rel, what in CLOSURE_NEEDS.items() if not (closure_dir / rel).is_file()
+        )
     if missing:
         raise UsageError("cannot build the extension, missing: " + "; ".join(missing))
     python = _python_files(closure_dir)

@@ -62,3 +62,11 @@ def test_closure_has_no_numpy_or_wgpu(extension_zip: Path):
         }
     assert offenders == {}
     assert "python/bonsai/gpu/browser.py" in names and "python/bonsai/kv/attention.wgsl" in names
+
+
+def test_a_closure_without_what_the_page_needs_is_refused_by_name(pyodide_dir: Path, tmp_path: Path):
+    closure = tmp_path / "vendor"
+    (closure / "bonsai").mkdir(parents=True)
+    (closure / "bonsai" / "__init__.py").write_text("")
+    with pytest.raises(UsageError, match=r"bonsai/gpu/browser\.py \(add bonsai\.gpu\.browser to \[tool"):
+        build_extension(REPO, tmp_path / "dist", closure_dir=closure)
