@@ -24,6 +24,7 @@ def test_help_names_the_tools_and_exit_codes(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--model", "/nonexistent.gguf", "hi"], "/nonexistent.gguf: no such model file"),
     (["--max-tokens", "0", "hi"], "--max-tokens must be at least 1, got 0"),
+    (["--max-steps", "0", "hi"], "--max-steps must be at least 1, got 0"),
     (["--tools", "teleport", "hi"], "unknown built-in tool 'teleport'"),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(capsys, argv, message):
@@ -36,18 +37,11 @@ def test_without_a_prompt_it_answers_each_stdin_line_until_exit(monkeypatch, cap
     import io
 
     from bonsai_os.cli import parser, run
+    from test_os_session import CALL, model
 
-    class Model:
-        def complete(self, messages, tools, on_text, max_tokens):
-            question = messages[-1]["content"]
-            if question == "time?" and messages[-1]["role"] == "user":
-                on_text('<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>')
-            else:
-                on_text(f"answer to {question}")
-            return "stop"
-
-    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n\ntime?\nexit\nnever asked\n"))
-    assert run(parser().parse_args([]), model=Model()) == 0
+    loaded, _ = model("answer one", CALL, "It is 42.")
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n\n6*7?\nexit\nnever asked\n"))
+    assert run(parser().parse_args(["--unconstrained"]), model=loaded) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines() == ["answer to hello", "answer to 4"]
-    assert err.strip() == '[calculator({"expression": "2+2"}) -> 4]'
+    assert out.splitlines() == ["answer one", "It is 42."]
+    assert err.strip() == '[calculator({"expression": "6*7"}) -> 42]'

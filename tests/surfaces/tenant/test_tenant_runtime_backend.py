@@ -1,83 +1,84 @@
-"""RuntimeBackend over a fake engine (no GPU): prompt rendering, streamed tool calls, limits, cancel."""
+"""RuntimeBackend on scripted model parts (no GPU): prompt, streamed tool calls, constraint, limits, cancel."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 import pytest
 from bonsai_tenant.errors import InvalidRequest
 from bonsai_tenant.events import Finish, TextDelta, ToolCall
-from bonsai_tenant.runtime_backend import RuntimeBackend
+from bonsai_tenant.runtime_backend import ModelParts, RuntimeBackend
+
+from bonsai.tools.prompt import ToolPrompt
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                                            "required": ["city"]}}}
 
 
-class FakeTokenizer:
-    """One token per character (ids are code points)."""
+class CharTokenizer:
+    """One token per ASCII character (ids are code points)."""
+
+    vocab_size = 128
 
     def encode(self, text, allow_special=True):
-        return [ord(c) for c in text]
+        return [ord(c) % 128 for c in text]
 
-    def decode(self, ids):
-        return "".join(chr(i) for i in ids)
+    def token_bytes(self, token_id):
+        return bytes([token_id])
 
-    def token_id(self, text):
-        raise KeyError(text)
+    def is_special(self, token_id):
+        return False
 
 
-@dataclass
-class FakeEngine:
-    """Streams `reply` one character per token through on_token, like Engine.generate."""
+def render(messages, tools=None, add_generation_prompt=True):
+    """A template that does not handle tools itself (like SmolLM2's): the prompt is the messages as JSON."""
+    return json.dumps(messages)
 
-    reply: str
-    max_positions: int = 4096
-    tokenizer: FakeTokenizer = field(default_factory=FakeTokenizer)
-    prompts: list = field(default_factory=list)
-    steps: int = 0
 
-    @property
-    def cfg(self):
-        return type("Cfg", (), {"eos_id": 0})()
+class Scripted:
+    """make_generate for ModelParts: each generate plays `reply` one character per token."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.prompts: list[str] = []
+        self.processors: list = []
+        self.resets = 0
+        self.steps = 0
+
+    def make_generate(self, max_tokens, temperature):
+        def generate(prompt_ids, processor, on_token):
+            self.prompts.append("".join(map(chr, prompt_ids)))
+            self.processors.append(processor)
+            out = []
+            for ch in self.reply[:max_tokens]:
+                self.steps += 1
+                on_token(ord(ch))
+                out.append(ord(ch))
+            return out
+
+        return generate
 
     def reset(self):
-        pass
-
-    def generate(self, ids, max_tokens, sampling, *, stop_ids, decode, on_token):
-        self.prompts.append(decode(ids))
-        out = self.reply[:max_tokens]
-        for ch in out:
-            self.steps += 1
-            on_token(ord(ch), ch)
-        return type("Gen", (), {"stop_reason": "length" if len(out) < len(self.reply) else "eos",
-                                "tokens": list(out)})()
+        self.resets += 1
 
 
-class EchoTemplate:
-    """A chat template that does not handle tools itself (like SmolLM2's): the prompt is the messages as JSON."""
-
-    template = "{% for message in messages %}...{% endfor %}"
-
-    def render(self, messages, tools=None, add_generation_prompt=True):
-        return json.dumps(messages)
-
-
-def backend(reply: str, **kw) -> tuple[RuntimeBackend, FakeEngine]:
-    engine = FakeEngine(reply, **kw)
-    return RuntimeBackend(engine, EchoTemplate()), engine
+def backend(reply: str, max_positions: int = 4096, **kw) -> tuple[RuntimeBackend, Scripted]:
+    script = Scripted(reply)
+    parts = ModelParts(script.make_generate, CharTokenizer(), ToolPrompt(render, ""), max_positions, script.reset)
+    return RuntimeBackend(parts, **kw), script
 
 
 def test_text_and_a_tool_call_split_across_tokens_come_out_as_events():
-    reply = 'Let me check. <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
-    b, engine = backend(reply)
+    reply = 'Let me check. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    b, script = backend(reply, constrained=False)
     events = list(b.stream([{"role": "user", "content": "weather?"}], tools=[WEATHER], max_tokens=200,
                            temperature=0.0))
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Let me check. "
     assert [e for e in events if isinstance(e, ToolCall)] == [ToolCall("call_0", "get_weather", '{"city": "Paris"}')]
-    assert events[-1] == Finish("stop", len(engine.tokenizer.encode(engine.prompts[0])), len(reply))
+    assert events[-1] == Finish("stop", len(script.prompts[0]), len(reply))
+    assert script.resets == 1
 
 
 def test_max_tokens_is_a_length_finish():
@@ -89,40 +90,39 @@ def test_max_tokens_is_a_length_finish():
 
 def test_a_call_to_an_undeclared_tool_stays_text():
     reply = '<tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>'
-    b, _ = backend(reply)
+    b, _ = backend(reply, constrained=False)
     events = list(b.stream([{"role": "user", "content": "x"}], tools=[WEATHER], max_tokens=200, temperature=0.0))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == reply
 
 
+def test_tool_calls_are_constrained_only_when_tools_are_declared():
+    b, script = backend("ok")
+    list(b.stream([{"role": "user", "content": "x"}], tools=[WEATHER], max_tokens=8, temperature=0.0))
+    list(b.stream([{"role": "user", "content": "x"}], tools=[], max_tokens=8, temperature=0.0))
+    assert hasattr(script.processors[0], "apply") and script.processors[1] is None
+
+
 def test_unsupported_tool_schema_and_too_long_prompts_are_invalid_requests_before_generating():
-    b, engine = backend("hi", max_positions=64)
+    b, script = backend("hi", max_positions=64)
     bad = {"type": "function", "function": {"name": "bad name!", "parameters": {"type": "object"}}}
     with pytest.raises(InvalidRequest, match="tools: tool 'bad name!'"):
         b.stream([{"role": "user", "content": "x"}], tools=[bad], max_tokens=8, temperature=0.0)
     with pytest.raises(InvalidRequest, match=r"exceeds the model's 64 positions"):
         b.stream([{"role": "user", "content": "x" * 80}], tools=[], max_tokens=8, temperature=0.0)
-    assert engine.prompts == []
+    assert script.prompts == []
 
 
 def test_closing_the_stream_early_stops_the_generation():
-    class EndlessEngine(FakeEngine):
-        def generate(self, ids, max_tokens, sampling, *, stop_ids, decode, on_token):
-            for _ in range(max_tokens):
-                self.steps += 1
-                on_token(120, "x")
-            return type("Gen", (), {"stop_reason": "length", "tokens": []})()
-
-    engine = EndlessEngine("", max_positions=2 * 10**9)
-    b = RuntimeBackend(engine, EchoTemplate())
-    stream = b.stream([{"role": "user", "content": "x"}], tools=[], max_tokens=10**9, temperature=0.0)
+    b, script = backend("x" * 100_000, max_positions=10**9)
+    stream = b.stream([{"role": "user", "content": "x"}], tools=[], max_tokens=100_000, temperature=0.0)
     assert next(stream) == TextDelta("x")
     stream.close()
     assert b.lock.acquire(timeout=10), "the generation thread did not stop"
-    assert engine.steps < 10**9
+    assert script.steps < 100_000
 
 
 def test_the_prompt_is_the_runtimes_hermes_rendering_of_tools_calls_and_results():
-    b, engine = backend("ok")
+    b, script = backend("ok")
     messages = [
         {"role": "developer", "content": "Be brief."},
         {"role": "user", "content": "weather?"},
@@ -131,7 +131,7 @@ def test_the_prompt_is_the_runtimes_hermes_rendering_of_tools_calls_and_results(
         {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
     ]
     list(b.stream(messages, tools=[WEATHER], max_tokens=4, temperature=0.0))
-    system, user, assistant, tool_turn = json.loads(engine.prompts[0])
+    system, user, assistant, tool_turn = json.loads(script.prompts[0])
     assert system["role"] == "system" and system["content"].startswith("Be brief.\n\n# Tools")
     assert json.dumps(WEATHER) in system["content"]
     assert assistant == {"role": "assistant",

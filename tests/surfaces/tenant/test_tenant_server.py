@@ -144,11 +144,10 @@ def test_unknown_route_is_a_json_404(port):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_tool_schema_the_runtime_cannot_follow_is_a_400_before_any_stream(live_server, stream):
-    from bonsai_tenant.runtime_backend import RuntimeBackend
-    from test_tenant_runtime_backend import EchoTemplate, FakeEngine
+    from test_tenant_runtime_backend import backend
 
     def factory(spec):
-        return RuntimeBackend(FakeEngine("hi"), EchoTemplate())
+        return backend("hi")[0]
 
     port = live_server(create_app(ServerConfig.from_keys(KEYS, MODELS), factory)).port
     bad = {"type": "function", "function": {"name": "bad name!", "parameters": {"type": "object"}}}

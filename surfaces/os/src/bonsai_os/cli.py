@@ -10,7 +10,7 @@ from pathlib import Path
 from bonsai.errors import BonsaiError
 
 from . import __version__
-from .model import ChatModel
+from .model import LoadedModel
 from .session import Session, ToolUse
 
 
@@ -29,6 +29,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", default="calculator,clock",
                    help="comma-separated built-in tools: calculator, clock, read_file ('' for none)")
     p.add_argument("--root", type=Path, help="the one directory read_file may read (enables read_file)")
+    p.add_argument("--max-steps", type=int, default=4, help="generations per question, tool steps included")
+    p.add_argument("--unconstrained", action="store_true",
+                   help="do not constrain decoding inside <tool_call> (parse only)")
     return p
 
 
@@ -41,15 +44,15 @@ def _registry(args: argparse.Namespace):
     return builtin_registry(names, root=args.root)
 
 
-def _model(args: argparse.Namespace):
+def _model(args: argparse.Namespace) -> LoadedModel:
     from .default_model import default_model_path
-    from .model import EngineModel
+    from .model import load_model
 
     path = args.model if args.model is not None else default_model_path()
     if not path.is_file():
         raise BonsaiError(f"{path}: no such model file")
     try:
-        return EngineModel.load(path, temperature=args.temperature)
+        return load_model(path, max_tokens=args.max_tokens, temperature=args.temperature)
     except ImportError as exc:
         raise BonsaiError(f"the GPU runtime cannot load here ({exc}); this bundle needs the Python version "
                           f"and platform it was built for (this is Python {sys.version.split()[0]})") from exc
@@ -64,12 +67,14 @@ def _answer(session: Session, question: str) -> None:
     print(flush=True)
 
 
-def run(args: argparse.Namespace, model: ChatModel | None = None) -> int:
+def run(args: argparse.Namespace, model: LoadedModel | None = None) -> int:
     """Answer the prompt, or each stdin line until EOF / "exit"; `model` defaults to the engine."""
-    if args.max_tokens < 1:
-        raise BonsaiError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    for name in ("max_tokens", "max_steps"):
+        if getattr(args, name) < 1:
+            raise BonsaiError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     registry = _registry(args)
-    session = Session(model if model is not None else _model(args), registry, max_tokens=args.max_tokens)
+    session = Session(model if model is not None else _model(args), registry, max_steps=args.max_steps,
+                      constrained=not args.unconstrained)
     if args.prompt:
         _answer(session, " ".join(args.prompt))
         return 0
@@ -81,7 +86,10 @@ def run(args: argparse.Namespace, model: ChatModel | None = None) -> int:
         if not line or line.strip() in ("exit", "quit"):
             return 0
         if line.strip():
-            _answer(session, line.strip())
+            try:
+                _answer(session, line.strip())
+            except BonsaiError as exc:  # one bad question does not end the chat
+                print(f"bonsai-os: error: {exc}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
-"""A conversation with tools: the model streams text, `<tool_call>` blocks run tools, results go back.
+"""A conversation with tools on the runtime's ToolLoop, showing only the reply's text as it streams.
 
-Like bonsai.tools.ToolLoop, but it streams only the reply's text (never the call blocks) as the
-model writes it, which is what a terminal user should see.
+bonsai.tools.ToolLoop generates, parses `<tool_call>` blocks (constrained so they stay valid),
+runs the tools and feeds results back. This module keeps the history between questions (so the
+engine reuses the KV of the shared prefix) and filters what a terminal user sees: the text
+outside call blocks, streamed, and one line per tool use.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bonsai.tools import ToolRegistry
-from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from bonsai.errors import BonsaiError
+from bonsai.tools import ToolLoop, ToolRegistry
+from bonsai.tools.events import TextEvent, ToolCallEvent
+from bonsai.tools.loop import LoopStep
 from bonsai.tools.parser import ToolCallParser
 
-from .model import ChatModel
+from .model import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -27,50 +31,47 @@ class ToolUse:
     ok: bool
 
 
+def _ignore(_value: Any) -> None:
+    return None
+
+
 class Session:
-    """Keeps the message history; `ask` runs one user turn, tool rounds included."""
+    """Keeps the message history; `ask` runs one user turn, tool steps included."""
 
-    def __init__(self, model: ChatModel, registry: ToolRegistry, *, max_tokens: int = 128,
-                 max_tool_rounds: int = 3) -> None:
-        self.model, self.registry = model, registry
-        self.max_tokens, self.max_tool_rounds = max_tokens, max_tool_rounds
-        # OpenAI-style history; the model's template (through ToolPrompt) decides the system turn
+    def __init__(self, model: LoadedModel, registry: ToolRegistry, *, max_steps: int = 4,
+                 constrained: bool = True) -> None:
+        self.registry = registry
         self.messages: list[dict[str, Any]] = []
+        # nothing to constrain without tools (ToolLoop refuses an empty constraint)
+        self.loop = ToolLoop(model.generate, model.tokenizer, registry, model.prompt, max_steps,
+                             constrained=constrained and len(registry) > 0, on_text=self._piece, on_step=self._step)
+        self._on_text: Callable[[str], None] = _ignore
+        self._on_tool: Callable[[ToolUse], None] = _ignore
+        self._display = ToolCallParser(registry)
 
-    def ask(self, text: str, on_text: Callable[[str], None] = lambda _t: None,
-            on_tool: Callable[[ToolUse], None] = lambda _u: None) -> str:
-        """The assistant's reply text (also streamed to `on_text`); tool uses go to `on_tool`."""
-        self.messages.append({"role": "user", "content": text})
-        reply: list[str] = []
-        for _round in range(self.max_tool_rounds + 1):
-            raw: list[str] = []
-            uses: list[ToolUse] = []
-            parser = ToolCallParser(self.registry)
+    def ask(self, text: str, on_text: Callable[[str], None] = _ignore,
+            on_tool: Callable[[ToolUse], None] = _ignore) -> str:
+        """The final answer; reply text streams to `on_text` (call blocks hidden), tool uses to `on_tool`."""
+        self._on_text, self._on_tool = on_text, on_tool
+        self._display = ToolCallParser(self.registry)
+        result = self.loop.run([*self.messages, {"role": "user", "content": text}])
+        self.messages = result.messages
+        if not result.finished:
+            raise BonsaiError(f"no final answer after {self.loop.max_steps} tool steps (raise --max-steps)")
+        return result.answer
 
-            def feed(piece: str, raw=raw, uses=uses, parser=parser) -> None:
-                raw.append(piece)
-                self._handle(parser.feed(piece), reply, uses, on_text, on_tool)
+    def _piece(self, piece: str) -> None:
+        self._show(self._display.feed(piece))
 
-            self.model.complete(self.messages, self.registry.specs(), feed, self.max_tokens)
-            self._handle(parser.finish(), reply, uses, on_text, on_tool)
-            self.messages.append({"role": "assistant", "content": "".join(raw)})
-            if not uses:
-                break
-            for use in uses:
-                self.messages.append({"role": "tool", "content": use.result})
-        return "".join(reply)
+    def _step(self, step: LoopStep) -> None:
+        self._show(self._display.finish())
+        self._display = ToolCallParser(self.registry)
+        calls = {e.id: e for e in step.events if isinstance(e, ToolCallEvent)}
+        for result in step.results:
+            call = calls.get(result.id)
+            self._on_tool(ToolUse(result.name or "?", call.arguments if call else {}, result.content, result.ok))
 
-    def _handle(self, events: list, reply: list[str], uses: list[ToolUse], on_text, on_tool) -> None:
+    def _show(self, events: list) -> None:
         for event in events:
-            if isinstance(event, TextEvent):
-                reply.append(event.text)
-                on_text(event.text)
-            elif isinstance(event, ToolCallEvent):
-                result = self.registry.run(event.id, event.name, event.arguments)
-                use = ToolUse(event.name, event.arguments, result.content, result.ok)
-                uses.append(use)
-                on_tool(use)
-            elif isinstance(event, ToolErrorEvent):
-                use = ToolUse("?", {}, f"error: {event.message}", False)
-                uses.append(use)
-                on_tool(use)
+            if isinstance(event, TextEvent) and event.text:
+                self._on_text(event.text)
