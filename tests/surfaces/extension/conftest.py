@@ -51,8 +51,8 @@ def _sync_closure(tmp: Path) -> tuple[Path | None, str]:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     config["tool"]["bonsai-sync"]["surfaces"] = {"extension": EXTENSION_SURFACE}
     (root / "pyproject.toml").write_text(tomli_w.dumps(config))
-    for src in config["tool"]["bonsai-sync"]["source"]:
-        (root / src).symlink_to(REPO / src)
+    for src in config["tool"]["bonsai-sync"]["source"]:  # copied: bonsai-sync resolves symlinks out of root
+        shutil.copytree(REPO / src, root / src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     done = subprocess.run([sys.executable, "-m", "bonsai_sync", "--root", str(root), "--no-cache", "sync",
                            "--surface", "extension"], capture_output=True, text=True, timeout=120)
     if done.returncode:
