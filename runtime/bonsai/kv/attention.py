@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from .formats import FORMATS, GROUP
+from .modes import Mode, get_mode
 from .params import ParamCache
-from .quant4 import row_words
-from .store import MODES, _f32_literal
+from .store import _f32_literal, format_constants
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Window:
     buf_base: int = 0
     k_off: int = 0  # words
     v_off: int = 0  # words
+    residual: bool = False  # grouped-K modes: K rows are the f32 residual (newest partial group)
 
 
 def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[tuple[int, int]]:
@@ -69,30 +71,37 @@ def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[t
 class Attention:
     """Records attention for one shape: n_heads query heads over n_kv KV heads of head_dim, `mode` rows."""
 
-    def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str,
+    def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str | Mode,
                  mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None,
                  variant: str = "auto") -> None:
-        if mode not in MODES:
-            raise ValueError(f"KV mode must be one of {MODES}, got {mode!r}")
+        m = get_mode(mode) if isinstance(mode, str) else mode
         if n_heads % n_kv:
             raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv})")
-        self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, mode
+        self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, m
         self.mutations = mutations
         self.params = params or ParamCache(gpu)
         self.variant = default_variant(gpu) if variant == "auto" else variant
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
-        self.fold = gpu.kernel(
-            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=head_dim, ROW_WORDS=row_words(head_dim, mode),
-            Q4=mode != "f32", MUT_NORMALISE=mutations.normalise_each_window,
-            MUT_GQA=mutations.gqa_modulo, MUT_CAUSAL=mutations.causal_plus_one,
-        )
+        self.fold = self._fold_kernel(m.kf)
+        # grouped K: the newest partial group is folded from f32 K rows (same state, same order)
+        self.fold_residual = self._fold_kernel(FORMATS["f32"]) if m.grouped else self.fold
         self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=head_dim)
         self.rotate = None
-        if mode == "q4r":
+        if m.rotate_k:
             self.rotate = gpu.kernel("bonsai.kv", "rotate.wgsl", HEAD_DIM=head_dim,
                                      INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)))
         self._qr: Any = None
+
+    def _fold_kernel(self, kf: Any) -> Any:
+        mu, hd = self.mutations, self.head_dim
+        consts = {**format_constants("K", kf, hd), **format_constants("V", self.mode.vf, hd)}
+        if kf.per_channel:
+            consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
+        return self.gpu.kernel(
+            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel, GROUP=GROUP, **consts,
+            MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
+        )
 
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens."""
@@ -128,7 +137,8 @@ class Attention:
             groups: tuple[int, ...] = (_groups(n),)
         else:  # one workgroup per (token, head), folded to 2D past 65535
             groups = (min(n, 65535), -(-n // 65535))
-        self.gpu.dispatch(self.fold, [params, wp, q, win.k, win.v, state], groups)
+        fold = self.fold_residual if win.residual else self.fold
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], groups)
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""

@@ -22,13 +22,33 @@ struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, fir
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: Window;
 @group(0) @binding(2) var<storage, read> q: array<f32>;        // [n_q, n_heads, HD]
-@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
-@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
+@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, K_WORDS]
+@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 + HD]
 
 const HD: u32 = {{HEAD_DIM}}u;
-const ROW_WORDS: u32 = {{ROW_WORDS}}u;
-const Q4: bool = {{Q4}};
+// Row formats (bonsai/kv/formats.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
+// then f16 scales two per word. K_BLOCK values share a scale; K_C4: one scale per channel per
+// GROUP positions, carried by the group's rows (channel d's in row d / CPR of the group).
+const K_BITS: u32 = {{K_BITS}}u;
+const K_BLOCK: u32 = {{K_BLOCK}}u;
+const K_WORDS: u32 = {{K_WORDS}}u;
+const K_C4: bool = {{K_C4}};
+const V_BITS: u32 = {{V_BITS}}u;
+const V_BLOCK: u32 = {{V_BLOCK}}u;
+const V_WORDS: u32 = {{V_WORDS}}u;
+const GROUP: u32 = {{GROUP}}u;
+const CPR: u32 = HD / GROUP;
+const K_PER: u32 = 32u / K_BITS;
+const V_PER: u32 = 32u / V_BITS;
+const K_VW: u32 = HD / K_PER;
+const K_QB: u32 = min(K_BITS, 16u);  // (f32 rows never reach the code path below)
+const K_MASK: u32 = (1u << K_QB) - 1u;
+const K_OFF: i32 = i32(1u << (K_QB - 1u));
+const V_VW: u32 = HD / V_PER;
+const V_QB: u32 = min(V_BITS, 16u);
+const V_MASK: u32 = (1u << V_QB) - 1u;
+const V_OFF: i32 = i32(1u << (V_QB - 1u));
 const NEG_BIG: f32 = -3.0e38;
 // Mutations for the test suite only (bonsai.kv.attention.Mutations); all false in the runtime.
 const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
@@ -45,28 +65,39 @@ fn h2f(h: u32) -> f32 {
     return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
 }
 
-fn score(base: u32) -> f32 {
-    var dot = 0.0;
-    if (Q4) {
-        let s = h2f(kc[base + HD / 8u] & 0xffffu);
-        for (var c = 0u; c < HD / 8u; c = c + 1u) {
-            let kw = kc[base + c];
-            for (var i = 0u; i < 8u; i = i + 1u) {
-                dot = dot + qs[c * 8u + i] * (f32(i32((kw >> (4u * i)) & 15u) - 8) * s);
-            }
-        }
+// K value j of the row at word kb; gb = word of the same head's row at the start of its group (c4).
+fn k_elem(kb: u32, gb: u32, j: u32) -> f32 {
+    if (K_BITS == 32u) { return bitcast<f32>(kc[kb + j]); }
+    let code = (kc[kb + j / K_PER] >> (K_BITS * (j % K_PER))) & K_MASK;
+    var sw: u32;
+    var half: u32;
+    if (K_C4) {
+        sw = gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + (j % CPR) / 2u;
+        half = j & 1u;
     } else {
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(kc[base + d]); }
+        let b = j / K_BLOCK;
+        sw = kb + K_VW + b / 2u;
+        half = b & 1u;
     }
-    return dot * p.qk_scale;
+    let s = h2f((kc[sw] >> (16u * half)) & 0xffffu);
+    return f32(i32(code) - K_OFF) * s;
 }
 
-fn load_v(base: u32, j: u32) -> f32 {
-    if (Q4) {
-        let s = h2f(vc[base + HD / 8u] & 0xffffu);
-        return f32(i32((vc[base + j / 8u] >> (4u * (j % 8u))) & 15u) - 8) * s;
-    }
-    return bitcast<f32>(vc[base + j]);
+fn v_elem(vb: u32, j: u32) -> f32 {
+    if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
+    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
+    let b = j / V_BLOCK;
+    let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
+    return f32(i32(code) - V_OFF) * s;
+}
+
+// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
+fn score(r: u32, pos: u32) -> f32 {
+    let kb = w.k_off + r * K_WORDS;
+    let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
+    var dot = 0.0;
+    for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
+    return dot * p.qk_scale;
 }
 
 @compute @workgroup_size({{HEAD_DIM}})
@@ -95,7 +126,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
     let end = min(w.end, limit);
     for (var b = w.start; b < end; b = b + HD) {
-        if (b + j < end) { sc[j] = score(w.k_off + ((b + j - w.buf_base) * p.n_kv + g) * ROW_WORDS); }
+        if (b + j < end) { sc[j] = score((b + j - w.buf_base) * p.n_kv + g, b + j); }
         workgroupBarrier();
         let nb = min(HD, end - b);
         for (var i = 0u; i < nb; i = i + 1u) {
@@ -104,7 +135,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let c_old = exp(m - m_new);
             let e = exp(s - m_new);
             l = l * c_old + e;
-            acc = acc * c_old + e * load_v(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * ROW_WORDS, j);
+            acc = acc * c_old + e * v_elem(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * V_WORDS, j);
             m = m_new;
         }
         workgroupBarrier();  // the block's scores are read by all before the next block overwrites them

@@ -22,13 +22,33 @@ struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, fir
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: Window;
 @group(0) @binding(2) var<storage, read> q: array<f32>;        // [n_q, n_heads, HD]
-@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
-@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, ROW_WORDS]
+@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, K_WORDS]
+@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 + HD]
 
 const HD: u32 = {{HEAD_DIM}}u;
-const ROW_WORDS: u32 = {{ROW_WORDS}}u;
-const Q4: bool = {{Q4}};
+// Row formats (bonsai/kv/formats.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
+// then f16 scales two per word. K_BLOCK values share a scale; K_C4: one scale per channel per
+// GROUP positions, carried by the group's rows (channel d's in row d / CPR of the group).
+const K_BITS: u32 = {{K_BITS}}u;
+const K_BLOCK: u32 = {{K_BLOCK}}u;
+const K_WORDS: u32 = {{K_WORDS}}u;
+const K_C4: bool = {{K_C4}};
+const V_BITS: u32 = {{V_BITS}}u;
+const V_BLOCK: u32 = {{V_BLOCK}}u;
+const V_WORDS: u32 = {{V_WORDS}}u;
+const GROUP: u32 = {{GROUP}}u;
+const CPR: u32 = HD / GROUP;
+const K_PER: u32 = 32u / K_BITS;
+const V_PER: u32 = 32u / V_BITS;
+const K_VW: u32 = HD / K_PER;
+const K_QB: u32 = min(K_BITS, 16u);  // (f32 rows never reach the code path below)
+const K_MASK: u32 = (1u << K_QB) - 1u;
+const K_OFF: i32 = i32(1u << (K_QB - 1u));
+const V_VW: u32 = HD / V_PER;
+const V_QB: u32 = min(V_BITS, 16u);
+const V_MASK: u32 = (1u << V_QB) - 1u;
+const V_OFF: i32 = i32(1u << (V_QB - 1u));
 const NEG_BIG: f32 = -3.0e38;
 // Mutations for the test suite only (bonsai.kv.attention.Mutations); all false in the runtime.
 const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
@@ -40,6 +60,32 @@ fn h2f(h: u32) -> f32 {
     let m = h & 1023u;
     if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }
     return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
+}
+
+// K value j of the row at word kb; gb = word of the same head's row at the start of its group (c4).
+fn k_elem(kb: u32, gb: u32, j: u32) -> f32 {
+    if (K_BITS == 32u) { return bitcast<f32>(kc[kb + j]); }
+    let code = (kc[kb + j / K_PER] >> (K_BITS * (j % K_PER))) & K_MASK;
+    var sw: u32;
+    var half: u32;
+    if (K_C4) {
+        sw = gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + (j % CPR) / 2u;
+        half = j & 1u;
+    } else {
+        let b = j / K_BLOCK;
+        sw = kb + K_VW + b / 2u;
+        half = b & 1u;
+    }
+    let s = h2f((kc[sw] >> (16u * half)) & 0xffffu);
+    return f32(i32(code) - K_OFF) * s;
+}
+
+fn v_elem(vb: u32, j: u32) -> f32 {
+    if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
+    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
+    let b = j / V_BLOCK;
+    let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
+    return f32(i32(code) - V_OFF) * s;
 }
 
 @compute @workgroup_size(64)
@@ -70,26 +116,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
     let end = min(w.end, limit);
     for (var pos = w.start; pos < end; pos = pos + 1u) {
-        let row = ((pos - w.buf_base) * p.n_kv + g) * ROW_WORDS;
+        let r = (pos - w.buf_base) * p.n_kv + g;
+        let kb = w.k_off + r * K_WORDS;
+        let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row
+        let vb = w.v_off + r * V_WORDS;
         var dot = 0.0;
         var vrow: array<f32, {{HEAD_DIM}}>;
-        if (Q4) {
-            let ks = h2f(kc[w.k_off + row + HD / 8u] & 0xffffu);
-            let vs = h2f(vc[w.v_off + row + HD / 8u] & 0xffffu);
-            for (var c = 0u; c < HD / 8u; c = c + 1u) {
-                let kw = kc[w.k_off + row + c];
-                let vw = vc[w.v_off + row + c];
-                for (var i = 0u; i < 8u; i = i + 1u) {
-                    let kx = f32(i32((kw >> (4u * i)) & 15u) - 8) * ks;
-                    dot = dot + qv[c * 8u + i] * kx;
-                    vrow[c * 8u + i] = f32(i32((vw >> (4u * i)) & 15u) - 8) * vs;
-                }
-            }
-        } else {
-            for (var j = 0u; j < HD; j = j + 1u) {
-                dot = dot + qv[j] * bitcast<f32>(kc[w.k_off + row + j]);
-                vrow[j] = bitcast<f32>(vc[w.v_off + row + j]);
-            }
+        for (var j = 0u; j < HD; j = j + 1u) {
+            dot = dot + qv[j] * k_elem(kb, gb, j);
+            vrow[j] = v_elem(vb, j);
         }
         let s = dot * p.qk_scale;
         let m_new = max(m, s);

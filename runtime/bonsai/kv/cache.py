@@ -1,9 +1,20 @@
 """KVCache: the host-RAM master copy of K/V (numpy, cache format) and GPU windows under a budget.
 
-Layout (u32 words; rw = row words of the mode, W = window positions):
-    host[layer]      [n_windows, 2, W, n_kv, rw]   2 = K, V; one window is one contiguous block
-    GPU slot buffer  [2, W, n_kv, rw]              the same bytes, so streaming is one write
+Layout (u32 words; rk / rv = K / V row words of the mode, W = window positions):
+    host[layer]      [n_windows, W*n_kv*rk + W*n_kv*rv]   K block then V block; one window contiguous
+    GPU slot buffer  [W*n_kv*rk + W*n_kv*rv]              the same bytes, so streaming is one write
     staging buffer   appended rows (K block, V block per append), then their flags at sync time
+
+Grouped-K modes (kc4*): K is quantised per channel over groups of GROUP positions (`formats`).
+The newest, partial group is kept as f32 rows, the residual: on the GPU in its own buffer per layer
+[GROUP, n_kv, hd] f32, in the master as a numpy array of the same shape. The store kernel writes K
+as f32 into staging; the rows are copied into the residual buffer and, when a group fills, the
+group kernel quantises the residual into the group's window slot (windows are whole groups:
+W % GROUP == 0). Attention folds the quantised windows, then the residual as a last window whose
+K rows are f32 (same state, same order: the windowed == whole-cache invariant is unchanged). The
+host master mirrors this at `sync_host`, quantising a filled group with the numpy reference (bit-
+identical to the group kernel; tested). Appending into an already quantised group (a rewind)
+restarts the residual from that group's dequantised rows: exactly the values attention read.
 The API the engine uses is documented in `bonsai.kv` (the package docstring).
 """
 
@@ -15,12 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from . import quant4
+from . import formats
 from .attention import Attention, Window
 from .errors import KVError, NonFiniteKVError
+from .formats import GROUP
+from .modes import MODES, get_mode, k_view
 from .params import ParamCache
-from .rotate import hadamard
-from .store import MODES, Store
+from .quant4 import check_finite
+from .store import GroupStore, Store
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,7 @@ class _Pending:
 
 
 class KVCache:
-    """Per-layer K/V in `mode` ("f32", "q4", "q4r"): host master + GPU windows (see `bonsai.kv`)."""
+    """Per-layer K/V in a `bonsai.kv.modes` mode: host master + GPU windows (see `bonsai.kv`)."""
 
     def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
                  mode: str = "f32", window: int = 64, vram_budget: int | None = None,
@@ -44,26 +57,39 @@ class KVCache:
             raise KVError(f"KVCache mode must be one of {', '.join(MODES)}, got {mode!r}")
         if min(n_layers, n_kv_heads, head_dim, max_positions, window, staging_positions) < 1:
             raise KVError("KVCache sizes (layers, kv heads, head_dim, positions, window, staging) must be >= 1")
+        self.m = get_mode(mode)
+        if self.m.grouped and window % GROUP:
+            raise KVError(f"KV mode {mode} quantises K in groups of {GROUP} positions: window must be a "
+                          f"multiple of {GROUP}, got {window}")
+        try:
+            self.rk, self.rv = self.m.row_words(head_dim)
+        except ValueError as exc:
+            raise KVError(f"KV mode {mode}: {exc}") from None
         self.n_layers, self.n_kv, self.head_dim, self.mode = n_layers, n_kv_heads, head_dim, mode
         self.max_positions, self.window = max_positions, window
-        self.rw = quant4.row_words(head_dim, mode)
-        self.pos_words = n_kv_heads * self.rw  # one position's K (or V) rows
+        self.rw = self.rk  # kept for callers of the single-format API (equal to rv except mixed modes)
+        self.rks = self.m.k_store.row_words(head_dim)  # K row words as the store kernel writes them
+        self.k_words, self.v_words = n_kv_heads * self.rk, n_kv_heads * self.rv  # one position's rows
+        self.pos_words = self.k_words + self.v_words
         self.n_windows = -(-max_positions // window)
-        self.slot_bytes = 2 * window * self.pos_words * 4
+        self.slot_bytes = window * self.pos_words * 4
         if vram_budget is None:
             self.max_slots = n_layers * self.n_windows
         else:
             self.max_slots = int(vram_budget) // self.slot_bytes
             if self.max_slots < 1:
                 raise KVError(f"vram_budget={vram_budget} bytes is below one window slot "
-                              f"({self.slot_bytes} bytes = 2 x {window} positions x {self.pos_words * 4} bytes); "
+                              f"({self.slot_bytes} bytes = {window} positions x {self.pos_words * 4} bytes); "
                               "raise the budget or lower `window`")
-        self._host = [np.zeros((self.n_windows, 2, window, n_kv_heads, self.rw), np.uint32)
-                      for _ in range(n_layers)]
+        self._host = [np.zeros((self.n_windows, window * self.pos_words), np.uint32) for _ in range(n_layers)]
         self.length = [0] * n_layers  # positions committed to the host master, per layer
+        # grouped K: the newest partial group in f32 (host), and the group start it holds
+        self._hres = [np.zeros((GROUP, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
+        self._hres_start = [0] * n_layers
         self.staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
-        self._staging_words = staging_positions * n_layers * 2 * self.pos_words
+        self._stage_pos_words = n_kv_heads * (self.rks + self.rv)
+        self._staging_words = staging_positions * n_layers * self._stage_pos_words
         self._staging_flags = staging_positions * n_layers * 2 * n_kv_heads
         self._bind(gpu)
 
@@ -72,7 +98,7 @@ class KVCache:
         """(Re)create every GPU object on `gpu`; the host master is untouched."""
         self.gpu = gpu
         self._params = ParamCache(gpu)
-        self._store = Store(gpu, self.n_kv, self.head_dim, self.mode, self._params)
+        self._store = Store(gpu, self.n_kv, self.head_dim, self.m, self._params)
         self._attn: dict[int, Attention] = {}
         self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # LRU, oldest first
         self._slots_made = 0
@@ -83,6 +109,12 @@ class KVCache:
         self._used_flags = 0
         self._state: Any = None
         self.streamed_windows = 0  # windows written from the host master (streaming or restore)
+        self._group: GroupStore | None = None
+        self._res: list[Any] = []
+        if self.m.grouped:
+            self._group = GroupStore(gpu, self.n_kv, self.head_dim, self._params)
+            self._res = [gpu.upload(r) for r in self._hres]  # [GROUP, n_kv, hd] f32 per layer
+        self._gres_start = list(self._hres_start)
 
     def _slot(self, layer: int, win: int, current: _Pending | None = None) -> Any:
         """The GPU buffer holding window `win` of `layer`, streamed in from the master if needed.
@@ -111,11 +143,13 @@ class KVCache:
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
         self._check_range(layer, pos, n)
+        if self.m.grouped and pos - pos % GROUP != self._gres_start[layer]:
+            self._restart_residual(layer, pos)
         for start in range(0, n, self.staging_positions):
             self._append_chunk(layer, k_buf, v_buf, pos + start, min(self.staging_positions, n - start), start)
 
     def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
-        words, flags = 2 * n * self.pos_words, 2 * n * self.n_kv
+        words, flags = n * self._stage_pos_words, 2 * n * self.n_kv
         if self._used_words + words > self._staging_words:
             self.sync_host()
         entry = _Pending(layer, pos, n, self._used_words, self._used_flags)
@@ -123,18 +157,50 @@ class KVCache:
         self._pending.append(entry)
         self._used_words += words
         self._used_flags += flags
-        half = n * self.pos_words * 4
+        v_src = (entry.word + n * self.n_kv * self.rks) * 4
         p = pos
         while p < pos + n:
             win = p // self.window
             end = min(pos + n, (win + 1) * self.window)
             slot = self._slot(layer, win, entry)
-            src = entry.word * 4 + (p - pos) * self.pos_words * 4
-            dst = (p - win * self.window) * self.pos_words * 4
-            nbytes = (end - p) * self.pos_words * 4
-            self.gpu.copy(self._staging, src, slot, dst, nbytes)
-            self.gpu.copy(self._staging, src + half, slot, dst + self.window * self.pos_words * 4, nbytes)
+            row = p - win * self.window
+            self.gpu.copy(self._staging, v_src + (p - pos) * self.v_words * 4, slot,
+                          (self.window * self.k_words + row * self.v_words) * 4, (end - p) * self.v_words * 4)
+            if not self.m.grouped:
+                self.gpu.copy(self._staging, entry.word * 4 + (p - pos) * self.k_words * 4, slot,
+                              row * self.k_words * 4, (end - p) * self.k_words * 4)
             p = end
+        if self.m.grouped:
+            self._append_residual(layer, entry)
+
+    def _append_residual(self, layer: int, e: _Pending) -> None:
+        """Copy the entry's f32 K rows into the residual; quantise every group they fill."""
+        assert self._group is not None
+        rb = self.n_kv * self.head_dim * 4  # bytes of one position's f32 K rows
+        p = e.pos
+        while p < e.pos + e.n:
+            g0 = p - p % GROUP
+            end = min(e.pos + e.n, g0 + GROUP)
+            self.gpu.copy(self._staging, e.word * 4 + (p - e.pos) * rb, self._res[layer], (p - g0) * rb, (end - p) * rb)
+            if end == g0 + GROUP:
+                win = g0 // self.window
+                slot = self._slot(layer, win, e)
+                self._group.record(self._res[layer], 0, slot, (g0 - win * self.window) * self.k_words)
+                self._gres_start[layer] = end
+            p = end
+
+    def _restart_residual(self, layer: int, pos: int) -> None:
+        """Appending into group pos // GROUP, not the one in the residual (a rewind, or after restore)."""
+        self.sync_host()
+        g0 = pos - pos % GROUP
+        if g0 != self._hres_start[layer]:
+            if g0 > self._hres_start[layer]:
+                raise KVError(f"layer {layer}: append at position {pos} skips positions "
+                              f"{self._hres_start[layer]}..{g0 - 1} of a grouped-K cache; append in order")
+            self._hres[layer][:] = self._host_group(layer, g0)
+            self._hres_start[layer] = g0
+        self.gpu.write(self._res[layer], self._hres[layer])
+        self._gres_start[layer] = g0
 
     def sync_host(self) -> None:
         """One readback of every row appended since the last sync into the host master."""
@@ -151,14 +217,16 @@ class KVCache:
             if f.any():
                 i = int(np.flatnonzero(f)[0])
                 kind, row = ("K", i) if i < e.n * self.n_kv else ("V", i - e.n * self.n_kv)
-                why = "a NaN/inf value" if f[i] == 1 else "a magnitude beyond the 4-bit f16 scale"
+                why = "a NaN/inf value" if f[i] == 1 else "a magnitude beyond the format's f16 scale"
                 raise NonFiniteKVError(
                     f"layer {e.layer} position {e.pos + row // self.n_kv} {kind} head {row % self.n_kv}: "
                     f"{why}; the rows appended since the last sync were not cached"
                 )
         for e in pending:
-            block = data[e.word: e.word + 2 * e.n * self.pos_words].reshape(2, e.n, self.n_kv, self.rw)
-            self._put_host(e.layer, e.pos, block[0], block[1])
+            kn = e.n * self.n_kv * self.rks
+            k_rows = data[e.word: e.word + kn].reshape(e.n, self.n_kv, self.rks)
+            v_rows = data[e.word + kn: e.word + e.n * self._stage_pos_words].reshape(e.n, self.n_kv, self.rv)
+            self._put_host(e.layer, e.pos, k_rows, v_rows)
 
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
         """out[t] = causal GQA attention of q[t] (absolute position pos_base + t) over positions <= it."""
@@ -168,27 +236,36 @@ class KVCache:
         need = att.state_bytes(n_q)
         if self._state is None or self._state.size < need:
             self._state = self.gpu.buffer(need)
-        n_win = -(-kv_len // self.window)
-        wins = [self._window(w, self._resident.get((layer, w))) for w in range(n_win)]
+        # grouped K: positions from the residual's group start on are f32 rows in the residual buffer
+        q_end = min(kv_len, self._gres_start[layer]) if self.m.grouped else kv_len
+        n_win = -(-q_end // self.window)
+        wins = [self._window(layer, w, self._resident.get((layer, w)), q_end) for w in range(n_win)]
+        if q_end < kv_len:
+            wins.append(self._window(layer, q_end // self.window, self._resident.get((layer, q_end // self.window)),
+                                     q_end, residual=True))
         for i, desc in enumerate(wins):  # parameter buffers first, so recording is not split
             att.window_params(desc, i == 0)
         att.call_params(pos_base, n_q)
         q = att.begin(q_buf, pos_base, n_q)
-        for w in range(n_win):
-            slot = self._slot(layer, w)
-            att.fold_window(q, self._state, pos_base, n_q, self._window(w, slot), w == 0)
+        for i, desc in enumerate(wins):
+            w = desc.start // self.window
+            win = self._window(layer, w, self._slot(layer, w), q_end, residual=desc.residual)
+            att.fold_window(q, self._state, pos_base, n_q, win, i == 0)
         att.finish(self._state, out_buf, pos_base, n_q)
 
-    def _window(self, w: int, slot: Any) -> Window:
-        return Window(slot, slot, w * self.window, (w + 1) * self.window, w * self.window,
-                      0, self.window * self.pos_words)
+    def _window(self, layer: int, w: int, slot: Any, q_end: int, residual: bool = False) -> Window:
+        lo = w * self.window
+        if residual:  # K rows from the residual buffer (row 0 = q_end), V rows from the slot
+            v_off = self.window * self.k_words + (q_end - lo) * self.v_words
+            return Window(self._res[layer], slot, q_end, q_end + GROUP, q_end, 0, v_off, True)
+        return Window(slot, slot, lo, min(lo + self.window, q_end), lo, 0, self.window * self.k_words)
 
     def _attention(self, n_heads: int) -> Attention:
         att = self._attn.get(n_heads)
         if att is None:
             if n_heads % self.n_kv:
                 raise KVError(f"n_heads={n_heads} is not a multiple of the cache's n_kv_heads={self.n_kv}")
-            att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.mode,
+            att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.m,
                                                    params=self._params, variant=self.variant)
         return att
 
@@ -207,37 +284,100 @@ class KVCache:
         """Store numpy rows k, v [n, n_kv, hd] (f32) at [pos, pos+n); validated before anything changes."""
         k, v = np.asarray(k, np.float32), np.asarray(v, np.float32)
         self._check_range(layer, pos, len(k))
-        fmt = "f32" if self.mode == "f32" else "q4"
-        quant4.check_finite(k, f"layer {layer} K")
-        ks = quant4.encode(hadamard(k) if self.mode == "q4r" else k, fmt, f"layer {layer} K")
-        vs = quant4.encode(v, fmt, f"layer {layer} V")
+        check_finite(k, f"layer {layer} K")
+        if self.m.grouped and np.abs(k).max(initial=0) >= 7 * 65520.0:
+            raise NonFiniteKVError(f"layer {layer} K: a magnitude beyond the c4 format's f16 scale; not cached")
+        ks = formats.encode(k_view(self.m, k), self.m.k_store, f"layer {layer} K")
+        vs = formats.encode(v, self.m.vf, f"layer {layer} V")
+        self.sync_host()
+        if self.m.grouped and pos - pos % GROUP != self._hres_start[layer]:
+            self._restart_residual(layer, pos)
         self._put_host(layer, pos, ks, vs)
         for win in range(pos // self.window, (pos + len(k) - 1) // self.window + 1):
             slot = self._resident.get((layer, win))
             if slot is not None:
                 self.gpu.write(slot, self._host[layer][win])
+        if self.m.grouped:
+            self.gpu.write(self._res[layer], self._hres[layer])
+            self._gres_start[layer] = self._hres_start[layer]
+
+    def _k_block(self, layer: int) -> np.ndarray:
+        """The master's K rows as [n_windows, W, n_kv, rk] (a view: writes reach the master)."""
+        h = self._host[layer][:, : self.window * self.k_words]
+        return h.reshape(self.n_windows, self.window, self.n_kv, self.rk)
+
+    def _v_block(self, layer: int) -> np.ndarray:
+        h = self._host[layer][:, self.window * self.k_words:]
+        return h.reshape(self.n_windows, self.window, self.n_kv, self.rv)
+
+    def _set(self, block: np.ndarray, pos: int, rows: np.ndarray) -> None:
+        p = np.arange(pos, pos + len(rows))
+        block[p // self.window, p % self.window] = rows
+
+    def _get(self, block: np.ndarray, start: int, end: int) -> np.ndarray:
+        p = np.arange(start, end)
+        return block[p // self.window, p % self.window]
 
     def _put_host(self, layer: int, pos: int, k_rows: np.ndarray, v_rows: np.ndarray) -> None:
-        p = np.arange(pos, pos + len(k_rows))
-        self._host[layer][p // self.window, 0, p % self.window] = k_rows
-        self._host[layer][p // self.window, 1, p % self.window] = v_rows
-        self.length[layer] = max(self.length[layer], pos + len(k_rows))
+        n = len(k_rows)
+        self._set(self._v_block(layer), pos, v_rows)
+        if not self.m.grouped:
+            self._set(self._k_block(layer), pos, k_rows)
+        else:  # f32 K rows: into the residual; every group they fill is quantised into the master
+            kf = np.ascontiguousarray(k_rows).view(np.float32)
+            p = pos
+            while p < pos + n:
+                g0 = p - p % GROUP
+                end = min(pos + n, g0 + GROUP)
+                if g0 != self._hres_start[layer]:
+                    raise KVError(f"layer {layer}: rows for position {p} reached the master out of order")
+                self._hres[layer][p - g0: end - g0] = kf[p - pos: end - pos]
+                if end == g0 + GROUP:
+                    self._set(self._k_block(layer), g0, formats.encode(self._hres[layer], "c4", f"layer {layer} K"))
+                    self._hres[layer][:] = 0
+                    self._hres_start[layer] = end
+                p = end
+        self.length[layer] = max(self.length[layer], pos + n)
+
+    def _host_group(self, layer: int, g0: int) -> np.ndarray:
+        """The dequantised K rows of the (quantised) group starting at g0: [GROUP, n_kv, hd] f32."""
+        return formats.decode(self._get(self._k_block(layer), g0, g0 + GROUP), "c4")
 
     def host_rows(self, layer: int, kind: str) -> np.ndarray:
-        """The master rows of `kind` ("k" or "v") for positions [0, length): [length, n_kv, rw] u32."""
-        rows = self._host[layer][:, "kv".index(kind)].reshape(-1, self.n_kv, self.rw)
-        return rows[: self.length[layer]]
+        """The master rows of `kind` ("k" or "v") for positions [0, length): [length, n_kv, rk|rv] u32.
+
+        Grouped K: rows of the newest partial group are not quantised yet (see `residual`).
+        """
+        return self._get(self._k_block(layer) if kind == "k" else self._v_block(layer), 0, self.length[layer])
+
+    def residual(self, layer: int) -> tuple[int, np.ndarray]:
+        """Grouped K: (first position, f32 rows [length - first, n_kv, hd]) of the newest partial group."""
+        start = self._hres_start[layer]
+        return start, self._hres[layer][: max(0, self.length[layer] - start)].copy()
 
     def dequantised(self, layer: int, kind: str) -> np.ndarray:
         """What attention reads for `kind`, as f32 [length, n_kv, hd] (K is rotated in q4r mode)."""
-        return quant4.decode(self.host_rows(layer, kind), "f32" if self.mode == "f32" else "q4")
+        rows = self.host_rows(layer, kind)
+        if kind == "v":
+            return formats.decode(rows, self.m.vf)
+        if not self.m.grouped:
+            return formats.decode(rows, self.m.kf)
+        start, res = self.residual(layer)
+        return np.concatenate([formats.decode(rows[:start], "c4"), res])
 
     def bytes_per_position(self) -> int:
-        """GPU bytes one position takes in one layer (K and V), measured on an actual slot buffer."""
+        """GPU bytes one position takes in one layer (K and V), measured on an actual slot buffer.
+
+        Grouped-K modes also hold one f32 residual buffer per layer (`residual_bytes`), a fixed cost.
+        """
         buf = next(iter(self._resident.values()), None)
         if buf is None:
             buf = self.gpu.buffer(self.slot_bytes)
         return int(buf.size) // self.window
+
+    def residual_bytes(self) -> int:
+        """GPU bytes of one layer's f32 residual buffer (0 unless the mode groups K)."""
+        return int(self._res[0].size) if self._res else 0
 
     def _check_range(self, layer: int, pos: int, n: int) -> None:
         if not 0 <= layer < self.n_layers:

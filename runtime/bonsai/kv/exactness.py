@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from . import quant4
 from .attention import NO_MUTATIONS, Attention, Mutations, Window, reference, split
+from .formats import GROUP, decode, encode
+from .modes import MODES, get_mode
 from .params import ParamCache
 from .rotate import hadamard
 
 GQA_SHAPES = ((4, 4), (8, 4), (9, 3), (16, 2))
-REL_TOL = {"f32": 1e-5, "q4": 1e-5, "q4r": 1e-5}  # against fp64 over the values the kernel reads
+REL_TOL = dict.fromkeys(MODES, 1e-5)  # against fp64 over the values the kernel reads
 
 
 @dataclass(frozen=True)
@@ -67,25 +68,50 @@ def case_data(case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.nda
     return q, k, v
 
 
-def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """K/V rows in the cache format, exactly as the store kernel writes them."""
-    fmt = "f32" if mode == "f32" else "q4"
-    return quant4.encode(hadamard(k) if mode == "q4r" else k, fmt), quant4.encode(v, fmt)
+def full_groups(mode: str, kv_len: int) -> int:
+    """Positions [0, this) hold quantised K; the rest is the f32 residual (grouped modes only)."""
+    return kv_len // GROUP * GROUP if get_mode(mode).grouped else kv_len
+
+
+def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(K rows, V rows, residual f32 K rows) as the cache holds them after appending every position.
+
+    Grouped modes: K of the full groups in c4, the newest partial group as f32 rows (the residual).
+    """
+    m = get_mode(mode)
+    kr = hadamard(k) if m.rotate_k else np.asarray(k, np.float32)
+    q_end = full_groups(mode, len(k))
+    return encode(kr[:q_end], m.kf), encode(v, m.vf), encode(kr[q_end:], "f32")
+
+
+def windows_for(mode: str, kv_len: int, v_pos_words: int, size: int, k_buf: Any, v_buf: Any, res_buf: Any,
+                mutations: Mutations = NO_MUTATIONS) -> list[Window]:
+    """Windows of `size` positions over one whole-cache buffer; grouped modes cut them where the
+    f32 residual starts (the residual's rows sit in their own buffer, row 0 = position q_end)."""
+    q_end = full_groups(mode, kv_len)
+    wins = []
+    for s, e in split(kv_len, size, mutations):
+        if s < q_end:
+            wins.append(Window(k_buf, v_buf, s, min(e, q_end)))
+        if e > q_end:
+            wins.append(Window(res_buf, v_buf, max(s, q_end), e, q_end, 0, q_end * v_pos_words, True))
+    return wins
 
 
 def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations = NO_MUTATIONS,
              params: ParamCache | None = None, seed: int = 0, variant: str = "auto") -> CaseResult:
     """Record the case once per window size (plus the whole cache), read back once, compare."""
     q, k, v = case_data(case, seed)
-    ks, vs = stored(k, v, case.mode)
+    ks, vs, res = stored(k, v, case.mode)
     att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params, variant)
-    k_buf, v_buf, q_buf = gpu.upload(ks), gpu.upload(vs), gpu.upload(q)
+    k_buf, v_buf, q_buf = gpu.upload(ks) if ks.size else gpu.buffer(16), gpu.upload(vs), gpu.upload(q)
+    res_buf = gpu.upload(res) if res.size else gpu.buffer(16)
     sizes = [case.kv_len] + [w for w in window_sizes if w != case.kv_len]
     out_bytes = q.nbytes
     outs = gpu.buffer(out_bytes * len(sizes))
     runs = []
     for w in sizes:
-        windows = [Window(k_buf, v_buf, s, e) for s, e in split(case.kv_len, w, mutations)]
+        windows = windows_for(case.mode, case.kv_len, case.n_kv * vs.shape[-1], w, k_buf, v_buf, res_buf, mutations)
         for i, win in enumerate(windows):
             att.window_params(win, i == 0)
         runs.append((windows, gpu.buffer(att.state_bytes(case.n_q)), gpu.buffer(out_bytes)))
@@ -96,14 +122,15 @@ def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations
     got = np.frombuffer(gpu.read(outs), np.float32).reshape(len(sizes), *q.shape)
     whole = got[0].view(np.uint32)
     mismatched = [w for w, o in zip(sizes[1:], got[1:], strict=True) if not np.array_equal(o.view(np.uint32), whole)]
-    fmt = "f32" if case.mode == "f32" else "q4"
-    qr = hadamard(q) if case.mode == "q4r" else q
-    ref = reference(qr, quant4.decode(ks, fmt), quant4.decode(vs, fmt), case.pos_base)
+    m = get_mode(case.mode)
+    qr = hadamard(q) if m.rotate_k else q
+    k_seen = np.concatenate([decode(ks, m.kf).reshape(-1, case.n_kv, case.head_dim), decode(res, "f32")])
+    ref = reference(qr, k_seen, decode(vs, m.vf), case.pos_base)
     rel = float(np.max(np.abs(got[0] - ref)) / np.max(np.abs(ref)))
     return CaseResult(case, mismatched, rel)
 
 
-def matrix(kv_len: int, modes: tuple[str, ...] = ("f32", "q4", "q4r"), head_dims: tuple[int, ...] = (64, 128),
+def matrix(kv_len: int, modes: tuple[str, ...] = tuple(MODES), head_dims: tuple[int, ...] = (64, 128),
            prefill: int = 16) -> list[Case]:
     """Every GQA shape x head_dim x mode, as decode at kv_len - 1 and as a causal prefill block."""
     return [Case(nh, nk, hd, mode, kv_len, n_q)
@@ -119,8 +146,8 @@ def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = Non
 
 
 def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
-    """The cut of the matrix the mutation checks run: GQA 8/4, f32 and q4, decode and prefill."""
-    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4") for n_q in (1, prefill)]
+    """The cut of the matrix the mutation checks run: GQA 8/4, f32, q4 and grouped kc4v4b, decode and prefill."""
+    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4", "kc4v4b") for n_q in (1, prefill)]
 
 
 def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16,

@@ -1,4 +1,4 @@
-"""GPU driver of `store.wgsl`: write f32 K/V rows from model buffers into the cache format."""
+"""GPU driver of `store.wgsl`: write f32 K/V rows from model buffers into the cache's row formats."""
 
 from __future__ import annotations
 
@@ -6,34 +6,68 @@ from typing import Any
 
 import numpy as np
 
+from .formats import FORMATS, GROUP, RowFormat
+from .modes import MODES, Mode, get_mode
 from .params import ParamCache
-from .quant4 import row_words
 
-MODES = ("f32", "q4", "q4r")
+
+def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]:
+    """{{K_BITS}}, {{K_BLOCK}}, {{K_WORDS}} (or V_...) of a row format."""
+    return {f"{prefix}_BITS": f.bits, f"{prefix}_BLOCK": f.block_size(head_dim),
+            f"{prefix}_WORDS": f.row_words(head_dim)}
+
+
+def rounding_source() -> str:
+    """The exact-rounding helpers spliced into the quantising kernels."""
+    from ..gpu.shaders import load_source
+
+    return load_source("bonsai.kv", "rounding.wgsl")
 
 
 class Store:
-    """Records the store kernel for one (n_kv_heads, head_dim, mode)."""
+    """Records the store kernel for one (n_kv_heads, head_dim, mode); grouped K is stored as f32."""
 
-    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str, params: ParamCache | None = None):
-        if mode not in MODES:
-            raise ValueError(f"KV mode must be one of {MODES}, got {mode!r}")
-        self.gpu, self.n_kv, self.head_dim, self.mode = gpu, n_kv, head_dim, mode
-        self.row_words = row_words(head_dim, mode)
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None):
+        m = get_mode(mode) if isinstance(mode, str) else mode
+        self.gpu, self.n_kv, self.head_dim, self.mode = gpu, n_kv, head_dim, m
+        self.k_words, self.v_words = m.k_store.row_words(head_dim), m.vf.row_words(head_dim)
+        self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
         self.kernel = gpu.kernel(
-            "bonsai.kv", "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROW_WORDS=self.row_words,
-            Q4=mode != "f32", ROTATE_K=mode == "q4r", INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)),
+            "bonsai.kv", "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
+            INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)), ROUNDING=rounding_source(),
+            K_LIMIT="458640.0" if m.grouped else "0.0",  # 7 * 65520: the c4 scale would overflow f16
+            **format_constants("K", m.k_store, head_dim), **format_constants("V", m.vf, head_dim),
         )
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
                src_pos: int = 0) -> None:
-        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K rows then V rows), flags."""
+        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags."""
         rows = 2 * n * self.n_kv
         params = self.params.get(n, dst_word, flag_base, src_pos)
         self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], ((rows + 63) // 64,))
 
 
+class GroupStore:
+    """Records `group.wgsl`: one full group of f32 K rows -> c4 rows (per-channel scales)."""
+
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None):
+        self.gpu, self.n_kv, self.head_dim = gpu, n_kv, head_dim
+        self.row_words = FORMATS["c4"].row_words(head_dim)
+        self.params = params or ParamCache(gpu)
+        self.kernel = gpu.kernel("bonsai.kv", "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=GROUP,
+                                 ROW_WORDS=self.row_words, ROUNDING=rounding_source())
+
+    def record(self, src: Any, src_word: int, dst: Any, dst_word: int) -> None:
+        """GROUP f32 rows [GROUP, n_kv, hd] at src word src_word -> c4 rows at dst word dst_word."""
+        params = self.params.get(src_word, dst_word, 0, 0)
+        n = self.n_kv * self.head_dim // 8
+        self.gpu.dispatch(self.kernel, [params, src, dst], ((n + 63) // 64,))
+
+
 def _f32_literal(x: float) -> str:
     """A WGSL literal that parses to exactly f32(x)."""
     return f"bitcast<f32>({int(np.float32(x).view(np.uint32))}u)"
+
+
+__all__ = ["MODES", "Store"]
