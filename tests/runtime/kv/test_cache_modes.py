@@ -1,0 +1,118 @@
+"""KVCache in mixed and grouped-K modes: master == GPU, streamed == resident, restore, rewind, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.kv import formats
+from bonsai.kv.attention import reference
+from bonsai.kv.cache import KVCache
+from bonsai.kv.errors import KVError, NonFiniteKVError
+from bonsai.kv.formats import GROUP
+
+N_KV, HD, N_HEADS = 2, 64, 6
+
+
+def rows(rng, n, scale=1.0):
+    return (rng.standard_normal((n, N_KV, HD)) * scale).astype(np.float32)
+
+
+def fill(gpu, cache, layer, k, v, chunks, pos=0):
+    for n in chunks:
+        cache.append(layer, gpu.upload(k[pos: pos + n]), gpu.upload(v[pos: pos + n]), pos, n)
+        pos += n
+    return pos
+
+
+def attend(gpu, cache, layer, q, pos_base):
+    out = gpu.buffer(q.nbytes)
+    cache.attend(layer, gpu.upload(q), out, pos_base, q.shape[0], q.shape[1])
+    return np.frombuffer(gpu.read(out), np.float32).reshape(q.shape)
+
+
+def bits(a):
+    return a.view(np.uint32)
+
+
+@pytest.mark.parametrize("mode,window", [("k8v4", 8), ("kc4v4b", 32), ("kc4v4", 64)])
+def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
+    rng = np.random.default_rng(0)
+    k, v = rows(rng, 81, 3), rows(rng, 81)
+    cache = KVCache(gpu, 2, N_KV, HD, 96, mode=mode, window=window)
+    fill(gpu, cache, 1, k, v, [1, 7, 30, 3, 40])
+    cache.sync_host()
+    m = cache.m
+    assert cache.length == [0, 81]
+    assert np.array_equal(cache.host_rows(1, "v"), formats.encode(v, m.v))
+    if m.grouped:
+        assert np.array_equal(cache.host_rows(1, "k")[:64], formats.encode(k[:64], "c4"))
+        start, res = cache.residual(1)
+        assert start == 64 and np.array_equal(bits(res), bits(k[64:]))
+    else:
+        assert np.array_equal(cache.host_rows(1, "k"), formats.encode(k, m.k))
+    q = rng.standard_normal((5, N_HEADS, HD)).astype(np.float32)
+    got = attend(gpu, cache, 1, q, 76)
+    ref = reference(q, cache.dequantised(1, "k"), cache.dequantised(1, "v"), 76)
+    assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
+
+
+def test_grouped_streamed_and_restored_windows_give_the_resident_bits(gpu):
+    from bonsai.gpu.device import Gpu
+
+    rng = np.random.default_rng(1)
+    k, v = rows(rng, 100), rows(rng, 100)
+    q = rng.standard_normal((3, N_HEADS, HD)).astype(np.float32)
+    resident = KVCache(gpu, 2, N_KV, HD, 128, mode="kc4v4b", window=32)
+    streamed = KVCache(gpu, 2, N_KV, HD, 128, mode="kc4v4b", window=32, vram_budget=resident.slot_bytes + 7)
+    for cache in (resident, streamed):
+        for layer in range(2):
+            fill(gpu, cache, layer, k if layer else v, v if layer else k, [16, 50, 34])
+        cache.sync_host()
+    outs = [attend(gpu, c, layer, q, 97) for c in (resident, streamed) for layer in range(2)]
+    assert np.array_equal(bits(outs[0]), bits(outs[2])) and np.array_equal(bits(outs[1]), bits(outs[3]))
+    assert streamed.streamed_windows > 0 and resident.streamed_windows == 0
+    resident.restore(Gpu.create())
+    assert np.array_equal(bits(attend(resident.gpu, resident, 1, q, 97)), bits(outs[1]))
+
+
+def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attention_read(gpu):
+    rng = np.random.default_rng(2)
+    k, v = rows(rng, 80), rows(rng, 80)
+    k2, v2 = rows(rng, 80, 2), rows(rng, 80)
+    cache = KVCache(gpu, 1, N_KV, HD, 96, mode="kc4v4", window=32)
+    fill(gpu, cache, 0, k, v, [70])
+    cache.sync_host()
+    seen = cache.dequantised(0, "k")[32:40].copy()  # group 1 was quantised: these are the values read
+    fill(gpu, cache, 0, k2, v2, [10], pos=40)  # rewind to 40, overwrite 40..49
+    cache.sync_host()
+    start, res = cache.residual(0)
+    assert start == 32 and np.array_equal(bits(res[:8]), bits(seen)) and np.array_equal(bits(res[8:18]), bits(k2[40:50]))
+    q = rng.standard_normal((1, N_HEADS, HD)).astype(np.float32)
+    got = attend(gpu, cache, 0, q, 49)
+    kk = np.concatenate([cache.dequantised(0, "k")[:32], res[:18]])
+    ref = reference(q, kk, cache.dequantised(0, "v")[:50], 49)
+    assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
+    fill(gpu, cache, 0, k2, v2, [30], pos=50)  # refill group 1 and go on: quantised from the residual
+    cache.sync_host()
+    assert np.array_equal(cache.host_rows(0, "k")[32:64], formats.encode(np.concatenate([seen, k2[40:64]]), "c4"))
+
+
+def test_grouped_modes_refuse_unaligned_windows_and_oversized_k(gpu):
+    with pytest.raises(KVError, match=f"multiple of {GROUP}"):
+        KVCache(gpu, 1, N_KV, HD, 64, mode="kc4v4", window=24)
+    k = np.ones((4, N_KV, HD), np.float32)
+    k[2, 1, 3] = 5e5
+    cache = KVCache(gpu, 1, N_KV, HD, 64, mode="kc4v4", window=32)
+    fill(gpu, cache, 0, k, k, [4])
+    with pytest.raises(NonFiniteKVError, match="layer 0 position 2 K head 1: a magnitude beyond"):
+        cache.sync_host()
+    with pytest.raises(NonFiniteKVError, match="layer 0 K"):
+        cache.append_host(0, k, k, 0)
+
+
+def test_bytes_per_position_of_every_mode_comes_from_the_buffers(gpu):
+    sizes = {m: KVCache(gpu, 1, 3, 64, 64, mode=m, window=32).bytes_per_position()
+             for m in ("f32", "q8", "q4", "q4b", "k8v4", "kc4v4b")}
+    assert sizes == {"f32": 1536, "q8": 408, "q4": 216, "q4b": 216, "k8v4": 312, "kc4v4b": 216}
+    assert KVCache(gpu, 1, 3, 64, 64, mode="kc4v4b", window=32).residual_bytes() == GROUP * 3 * 64 * 4

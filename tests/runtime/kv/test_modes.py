@@ -1,0 +1,120 @@
+"""Every KV mode: store and group kernels match the numpy formats bit for bit; windows stay exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.kv import formats, quant4
+from bonsai.kv.exactness import full_groups, matrix, run_matrix
+from bonsai.kv.formats import GROUP
+from bonsai.kv.modes import MODES, store_rows
+from bonsai.kv.store import GroupStore, Store
+
+NEW_MODES = [m for m in MODES if m not in ("f32", "q4", "q4r")]
+
+
+def edge_rows(hd: int) -> np.ndarray:
+    """Rows on the rounding edges of 4- and 8-bit scales and codes."""
+    rng = np.random.default_rng(7)
+    rows = [np.zeros(hd, np.float32), np.full(hd, -0.0, np.float32)]
+    s = np.float32(0.25)
+    rows.append(np.resize(np.array([7, 0.5, 1.5, 2.5, -0.5, -2.5, 6.5, -7, 126.5, -127, 127, 3.5], np.float32) * s, hd))
+    for qmax in (7, 127):  # amax / qmax exactly half-way between two f16 values
+        for h in (0x3C00, 0x3C01, 0x0001, 0x7BFE):
+            lo, hi = np.array([h, h + 1], np.uint16).view(np.float16).astype(np.float64)
+            r = np.linspace(-1, 1, hd).astype(np.float32) * np.float32(qmax * (lo + hi) / 2)
+            r[0] = np.float32(qmax * (lo + hi) / 2)
+            rows.append(r)
+    for amax in (1e-6, 3e-8, 1e-30, 1e-40):
+        rows.append(rng.uniform(-1, 1, hd).astype(np.float32) * np.float32(amax))
+    half = rng.standard_normal(hd).astype(np.float32)
+    half[: hd // 2] *= 1e-4  # one 32-block tiny, the other large
+    rows.append(half)
+    return np.stack(rows)
+
+
+def gpu_store(gpu, mode, k, v):
+    n, n_kv, hd = k.shape
+    st = Store(gpu, n_kv, hd, MODES[mode])
+    kw, vw = st.k_words, st.v_words
+    dst, flags = gpu.buffer((n * n_kv * (kw + vw) + 8) * 4), gpu.buffer((2 * n * n_kv + 3) * 4)
+    st.record(gpu.upload(k), gpu.upload(v), n, dst, 8, flags, 3)
+    d = np.frombuffer(gpu.read(dst), np.uint32)[8:]
+    f = np.frombuffer(gpu.read(flags), np.uint32)[3: 3 + 2 * n * n_kv]
+    return d[: n * n_kv * kw].reshape(n, n_kv, kw), d[n * n_kv * kw: n * n_kv * (kw + vw)].reshape(n, n_kv, vw), f
+
+
+@pytest.mark.parametrize("hd", [64, 128])
+def test_store_kernel_matches_the_formats_for_every_mode(gpu, hd):
+    rng = np.random.default_rng(hd)
+    x = np.concatenate([edge_rows(hd), (rng.standard_normal((30, hd)) * rng.uniform(1e-3, 50, (30, 1)))])
+    x = x.astype(np.float32)[: len(x) // 2 * 2].reshape(-1, 2, hd)
+    for mode in MODES:
+        # keep every row within the 4-bit f16 scale (and its sqrt(hd) growth under rotation)
+        xm = np.clip(x, -1e4, 1e4) if MODES[mode].rotate_k else np.clip(x, -4e5, 4e5)
+        k, v, flags = gpu_store(gpu, mode, xm, xm[::-1].copy())
+        assert not flags.any(), mode
+        want_k, want_v = store_rows(MODES[mode], xm, xm[::-1].copy())
+        assert np.array_equal(k, want_k), mode
+        assert np.array_equal(v, want_v), mode
+
+
+def test_q4_of_formats_is_the_seed_format():
+    x = np.clip(edge_rows(64), -4e5, 4e5)
+    assert np.array_equal(formats.encode(x, "q4"), quant4.encode(x, "q4"))
+
+
+@pytest.mark.parametrize("hd", [64, 128])
+def test_group_kernel_matches_c4_bit_for_bit(gpu, hd):
+    rng = np.random.default_rng(hd + 1)
+    x = (rng.standard_normal((2 * GROUP, 3, hd)) * rng.uniform(1e-3, 50, (1, 3, hd))).astype(np.float32)
+    x[:, 0, 5] = 0.0  # a zero channel
+    x[:, 1, 9] = np.float32(1e-40)  # a subnormal channel
+    x[:, 2, :8] = np.float32(0.25) * np.resize(np.array([7, 0.5, 1.5, -2.5, 3.5, -6.5], np.float32), (2 * GROUP, 1))
+    gs = GroupStore(gpu, 3, hd)
+    rw = gs.row_words
+    src = gpu.upload(np.concatenate([np.zeros(5, np.float32), x.ravel()]))
+    dst = gpu.buffer((2 * GROUP * 3 * rw + 4) * 4)
+    gs.record(src, 5, dst, 4)
+    gs.record(src, 5 + GROUP * 3 * hd, dst, 4 + GROUP * 3 * rw)
+    got = np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * GROUP, 3, rw)
+    want = formats.encode(x, "c4")
+    assert np.array_equal(got, want)
+    # the oracle can tell per-channel from per-row scales, and half-up from half-even scale rounding
+    assert not np.array_equal(got[:, :, : hd // 8], formats.encode(x, "q4")[..., : hd // 8])
+    assert np.abs(formats.decode(want, "c4") - x).max() <= np.abs(x).max(axis=0).max() / 14 * 1.01
+
+
+def test_c4_scales_travel_with_their_group():
+    x = np.random.default_rng(3).standard_normal((GROUP, 2, 64)).astype(np.float32)
+    rows = formats.encode(x, "c4")
+    raw, scale = formats.quantise_group(x)
+    # row i carries the scales of channels 2i, 2i+1 (hd 64: one word)
+    i = 5
+    h = rows[i, 1, 8]
+    assert np.array([h & 0xFFFF, h >> 16], np.uint16).view(np.float16).tolist() == scale[1, 2 * i: 2 * i + 2].tolist()
+
+
+@pytest.mark.parametrize("variant", ["serial", "wide"])
+def test_every_mode_keeps_windowed_equal_to_whole_cache(gpu, variant):
+    # kv_len 40 crosses a group boundary: grouped modes fold 32 quantised positions + an f32 residual
+    results = run_matrix(gpu, matrix(40, modes=tuple(NEW_MODES), head_dims=(64,), prefill=5),
+                         [1, 3, 7, 31, 32, 33], variant=variant)
+    bad = [r.describe() for r in results if not r.ok]
+    assert not bad, "\n".join(bad)
+    assert full_groups("kc4v4", 40) == 32 and full_groups("k8v4", 40) == 40
+
+
+def test_grouped_mode_every_window_size(gpu):
+    results = run_matrix(gpu, matrix(70, modes=("kc4v4b",), head_dims=(64, 128), prefill=16), variant="serial")
+    bad = [r.describe() for r in results if not r.ok]
+    assert not bad, "\n".join(bad)
+
+
+def test_bits_per_element_from_the_row_layout():
+    assert MODES["q4"].bits_per_element(64) == 4.5
+    assert MODES["kc4v4b"].bits_per_element(64) == 4.5
+    assert MODES["kc4v4b"].bits_per_element(128) == 4.5
+    assert MODES["q8"].bits_per_element(64) == 8.5
+    assert MODES["f32"].bits_per_element(64) == 32
