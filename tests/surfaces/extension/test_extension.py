@@ -113,6 +113,9 @@ def test_greedy_tokens_in_the_browser_equal_the_native_runtime(browser, model_se
     error = check.get("error") or {}
     if error.get("type") == "ModuleNotFoundError" and "numpy" in error.get("message", ""):
         pytest.xfail(f"the engine needs numpy, which Pyodide here lacks: {error.get('traceback', '').strip().splitlines()[-3:]}")
+    if error.get("type") == "ModuleNotFoundError" and "bonsai.engine" in error.get("message", ""):
+        pytest.xfail("the extension's synced closure has no bonsai.engine: it imports numpy, so it cannot be an "
+                     "entry of [tool.bonsai-sync.surfaces.extension] yet")
     assert check["ok"], result
 
     from bonsai.engine import Engine, Sampling

@@ -18,10 +18,13 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import re
 import struct
 from array import array
 from dataclasses import dataclass
 from typing import Any
+
+from bonsai.gpu import shaders
 
 MUTATIONS = ("", "drop_boundary", "normalise_each_window")
 # bonsai.kv.attention.VARIANTS: the wide kernel (one workgroup per token-head, for GPUs) and the
@@ -49,10 +52,12 @@ class Case:
         return f"{self.mode} heads {self.n_heads}/{self.n_kv} hd {self.head_dim} kv {self.kv_len} n_q {self.n_q}"
 
 
+# head_dim >= 32: bonsai.kv's kernels divide by HEAD_DIM / 32 in constant expressions, which the
+# browser's WGSL compiler (Tint) rejects as a division by zero when HEAD_DIM < 32.
 CASES = (
-    Case(4, 2, 16, "f32", 37, 1),
-    Case(4, 2, 16, "f32", 37, 3),
-    Case(6, 3, 32, "q4", 29, 2),
+    Case(4, 2, 32, "f32", 37, 1),
+    Case(4, 2, 32, "f32", 37, 3),
+    Case(6, 3, 64, "q4", 29, 2),
 )
 
 
@@ -75,14 +80,29 @@ def _windows(kv_len: int, size: int, mutate: str) -> list[tuple[int, int]]:
     return ranges
 
 
+def _fold_constants(filename: str, case: Case, mutate: str) -> dict[str, object]:
+    """The fold kernel's template constants for `case`, as bonsai.kv.attention fills them.
+
+    Two generations of the kernel's template are understood: per-format constants (K_BITS, K_BLOCK,
+    K_WORDS, V_..., K_C4, GROUP: see bonsai.kv.formats) and the older ROW_WORDS + Q4. f32 rows are
+    32-bit values, q4 rows 4-bit values with one f16 scale per row (block = the whole row).
+    """
+    common = {"HEAD_DIM": case.head_dim, "MUT_NORMALISE": mutate == "normalise_each_window",
+              "MUT_GQA": False, "MUT_CAUSAL": False}
+    wanted = set(re.findall(r"\{\{\s*([A-Z_][A-Z0-9_]*)\s*\}\}", shaders.load_source("bonsai.kv", filename)))
+    if "ROW_WORDS" in wanted:
+        return {**common, "ROW_WORDS": case.row_words, "Q4": case.mode != "f32"}
+    bits = 32 if case.mode == "f32" else 4
+    row = {"BITS": bits, "BLOCK": case.head_dim, "WORDS": case.row_words}
+    return {**common, "K_C4": False, "GROUP": 32, **{f"{kv}_{key}": value for kv in "KV" for key, value in row.items()}}
+
+
 class _Driver:
     """Records fold + finalize for one case with the runtime's kernels (as bonsai.kv.attention does)."""
 
     def __init__(self, gpu: Any, case: Case, mutate: str, variant: str) -> None:
         self.gpu, self.case, self.mutate, self.variant = gpu, case, mutate, variant
-        self.fold = gpu.kernel("bonsai.kv", VARIANTS[variant], HEAD_DIM=case.head_dim, ROW_WORDS=case.row_words,
-                               Q4=case.mode != "f32", MUT_NORMALISE=mutate == "normalise_each_window",
-                               MUT_GQA=False, MUT_CAUSAL=False)
+        self.fold = gpu.kernel("bonsai.kv", VARIANTS[variant], **_fold_constants(VARIANTS[variant], case, mutate))
         self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=case.head_dim)
         scale = struct.unpack("<f", struct.pack("<f", 1.0 / math.sqrt(case.head_dim)))[0]
         pos_base = case.kv_len - case.n_q
