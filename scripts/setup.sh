@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Set up everything Bonsai needs on a fresh Debian-like machine, idempotently:
 #   - lavapipe (a CPU Vulkan driver) so wgpu finds an adapter even without a GPU
-#   - a virtual environment in .venv with the project installed (runtime + test extras)
+#   - Chromium + Node/npm and npm's Pyodide, for the browser-extension tests (headless, offline)
+#   - a virtual environment in .venv with the project installed (runtime + test + lint extras)
 # Usage: bash scripts/setup.sh            (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_vulkan() { ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 || ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; }
-if need_vulkan; then
-    echo "setup: installing lavapipe (mesa-vulkan-drivers libvulkan1)" >&2
+missing=()
+{ ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 && ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; } \
+    || missing+=(mesa-vulkan-drivers libvulkan1)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]} (apt)" >&2
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+bash surfaces/extension/fetch_pyodide.sh
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
