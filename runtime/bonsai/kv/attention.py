@@ -99,7 +99,8 @@ class Attention:
         if kf.per_channel:
             consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
         return self.gpu.kernel(
-            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel, GROUP=GROUP, **consts,
+            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
+            GROUP=self.mode.kf.group or GROUP, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 

@@ -34,9 +34,11 @@ const K_BITS: u32 = {{K_BITS}}u;
 const K_BLOCK: u32 = {{K_BLOCK}}u;
 const K_WORDS: u32 = {{K_WORDS}}u;
 const K_C4: bool = {{K_C4}};
+const K_ASYM: bool = {{K_ASYM}};  // asymmetric: value = code * scale + min (c4a: one word per channel)
 const V_BITS: u32 = {{V_BITS}}u;
 const V_BLOCK: u32 = {{V_BLOCK}}u;
 const V_WORDS: u32 = {{V_WORDS}}u;
+const V_ASYM: bool = {{V_ASYM}};  // asymmetric per row: one word = scale | min << 16
 const GROUP: u32 = {{GROUP}}u;
 const CPR: u32 = HD / GROUP;
 const K_PER: u32 = 32u / K_BITS;
@@ -65,10 +67,20 @@ fn h2f(h: u32) -> f32 {
     return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
 }
 
+fn h2f_signed(h: u32) -> f32 {
+    let x = h2f(h & 0x7fffu);
+    if ((h & 0x8000u) != 0u) { return -x; }
+    return x;
+}
+
 // K value j of the row at word kb; gb = word of the same head's row at the start of its group (c4).
 fn k_elem(kb: u32, gb: u32, j: u32) -> f32 {
     if (K_BITS == 32u) { return bitcast<f32>(kc[kb + j]); }
     let code = (kc[kb + j / K_PER] >> (K_BITS * (j % K_PER))) & K_MASK;
+    if (K_C4 && K_ASYM) {
+        let sm = kc[gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + j % CPR];
+        return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
+    }
     var sw: u32;
     var half: u32;
     if (K_C4) {
@@ -86,6 +98,10 @@ fn k_elem(kb: u32, gb: u32, j: u32) -> f32 {
 fn v_elem(vb: u32, j: u32) -> f32 {
     if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
     let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
+    if (V_ASYM) {
+        let sm = vc[vb + V_VW];
+        return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
+    }
     let b = j / V_BLOCK;
     let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
     return f32(i32(code) - V_OFF) * s;

@@ -5,12 +5,13 @@ Layout (u32 words; rk / rv = K / V row words of the mode, W = window positions):
     GPU slot buffer  [W*n_kv*rk + W*n_kv*rv]              the same bytes, so streaming is one write
     staging buffer   appended rows (K block, V block per append), then their flags at sync time
 
-Grouped-K modes (kc4*): K is quantised per channel over groups of GROUP positions (`formats`).
+Grouped-K modes (kc4*): K is quantised per channel over groups of G positions (`formats`: 32 for
+c4, 64 for c4a).
 The newest, partial group is kept as f32 rows, the residual: on the GPU in its own buffer per layer
-[GROUP, n_kv, hd] f32, in the master as a numpy array of the same shape. The store kernel writes K
+[G, n_kv, hd] f32, in the master as a numpy array of the same shape. The store kernel writes K
 as f32 into staging; the rows are copied into the residual buffer and, when a group fills, the
 group kernel quantises the residual into the group's window slot (windows are whole groups:
-W % GROUP == 0). Attention folds the quantised windows, then the residual as a last window whose
+W % G == 0). Attention folds the quantised windows, then the residual as a last window whose
 K rows are f32 (same state, same order: the windowed == whole-cache invariant is unchanged). The
 host master mirrors this at `sync_host`, quantising a filled group with the numpy reference (bit-
 identical to the group kernel; tested). Appending into an already quantised group (a rewind)
@@ -33,7 +34,7 @@ from .formats import GROUP
 from .modes import MODES, get_mode, k_view
 from .params import ParamCache
 from .quant4 import check_finite
-from .store import GroupStore, Store
+from .store import GroupStore, Store, k_limit
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,10 @@ class KVCache:
         if min(n_layers, n_kv_heads, head_dim, max_positions, window, staging_positions) < 1:
             raise KVError("KVCache sizes (layers, kv heads, head_dim, positions, window, staging) must be >= 1")
         self.m = get_mode(mode)
-        if self.m.grouped and window % GROUP:
-            raise KVError(f"KV mode {mode} quantises K in groups of {GROUP} positions: window must be a "
-                          f"multiple of {GROUP}, got {window}")
+        self.G = self.m.group or GROUP  # positions per K group (grouped modes)
+        if self.m.grouped and window % self.G:
+            raise KVError(f"KV mode {mode} quantises K in groups of {self.G} positions: window must be a "
+                          f"multiple of {self.G}, got {window}")
         try:
             self.rk, self.rv = self.m.row_words(head_dim)
         except ValueError as exc:
@@ -84,7 +86,7 @@ class KVCache:
         self._host = [np.zeros((self.n_windows, window * self.pos_words), np.uint32) for _ in range(n_layers)]
         self.length = [0] * n_layers  # positions committed to the host master, per layer
         # grouped K: the newest partial group in f32 (host), and the group start it holds
-        self._hres = [np.zeros((GROUP, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
+        self._hres = [np.zeros((self.G, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
         self._hres_start = [0] * n_layers
         self.staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
@@ -112,8 +114,8 @@ class KVCache:
         self._group: GroupStore | None = None
         self._res: list[Any] = []
         if self.m.grouped:
-            self._group = GroupStore(gpu, self.n_kv, self.head_dim, self._params)
-            self._res = [gpu.upload(r) for r in self._hres]  # [GROUP, n_kv, hd] f32 per layer
+            self._group = GroupStore(gpu, self.n_kv, self.head_dim, self._params, self.m.k)
+            self._res = [gpu.upload(r) for r in self._hres]  # [self.G, n_kv, hd] f32 per layer
         self._gres_start = list(self._hres_start)
 
     def _slot(self, layer: int, win: int, current: _Pending | None = None) -> Any:
@@ -143,7 +145,7 @@ class KVCache:
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
         self._check_range(layer, pos, n)
-        if self.m.grouped and pos - pos % GROUP != self._gres_start[layer]:
+        if self.m.grouped and pos - pos % self.G != self._gres_start[layer]:
             self._restart_residual(layer, pos)
         for start in range(0, n, self.staging_positions):
             self._append_chunk(layer, k_buf, v_buf, pos + start, min(self.staging_positions, n - start), start)
@@ -179,10 +181,10 @@ class KVCache:
         rb = self.n_kv * self.head_dim * 4  # bytes of one position's f32 K rows
         p = e.pos
         while p < e.pos + e.n:
-            g0 = p - p % GROUP
-            end = min(e.pos + e.n, g0 + GROUP)
+            g0 = p - p % self.G
+            end = min(e.pos + e.n, g0 + self.G)
             self.gpu.copy(self._staging, e.word * 4 + (p - e.pos) * rb, self._res[layer], (p - g0) * rb, (end - p) * rb)
-            if end == g0 + GROUP:
+            if end == g0 + self.G:
                 win = g0 // self.window
                 slot = self._slot(layer, win, e)
                 self._group.record(self._res[layer], 0, slot, (g0 - win * self.window) * self.k_words)
@@ -190,9 +192,9 @@ class KVCache:
             p = end
 
     def _restart_residual(self, layer: int, pos: int) -> None:
-        """Appending into group pos // GROUP, not the one in the residual (a rewind, or after restore)."""
+        """Appending into group pos // self.G, not the one in the residual (a rewind, or after restore)."""
         self.sync_host()
-        g0 = pos - pos % GROUP
+        g0 = pos - pos % self.G
         if g0 != self._hres_start[layer]:
             if g0 > self._hres_start[layer]:
                 raise KVError(f"layer {layer}: append at position {pos} skips positions "
@@ -257,7 +259,7 @@ class KVCache:
         lo = w * self.window
         if residual:  # K rows from the residual buffer (row 0 = q_end), V rows from the slot
             v_off = self.window * self.k_words + (q_end - lo) * self.v_words
-            return Window(self._res[layer], slot, q_end, q_end + GROUP, q_end, 0, v_off, True)
+            return Window(self._res[layer], slot, q_end, q_end + self.G, q_end, 0, v_off, True)
         return Window(slot, slot, lo, min(lo + self.window, q_end), lo, 0, self.window * self.k_words)
 
     def _attention(self, n_heads: int) -> Attention:
@@ -285,12 +287,12 @@ class KVCache:
         k, v = np.asarray(k, np.float32), np.asarray(v, np.float32)
         self._check_range(layer, pos, len(k))
         check_finite(k, f"layer {layer} K")
-        if self.m.grouped and np.abs(k).max(initial=0) >= 7 * 65520.0:
-            raise NonFiniteKVError(f"layer {layer} K: a magnitude beyond the c4 format's f16 scale; not cached")
+        if self.m.grouped and np.abs(k).max(initial=0) >= k_limit(self.m.kf):
+            raise NonFiniteKVError(f"layer {layer} K: a magnitude beyond the {self.m.k} format's f16 scale; not cached")
         ks = formats.encode(k_view(self.m, k), self.m.k_store, f"layer {layer} K")
         vs = formats.encode(v, self.m.vf, f"layer {layer} V")
         self.sync_host()
-        if self.m.grouped and pos - pos % GROUP != self._hres_start[layer]:
+        if self.m.grouped and pos - pos % self.G != self._hres_start[layer]:
             self._restart_residual(layer, pos)
         self._put_host(layer, pos, ks, vs)
         for win in range(pos // self.window, (pos + len(k) - 1) // self.window + 1):
@@ -327,21 +329,21 @@ class KVCache:
             kf = np.ascontiguousarray(k_rows).view(np.float32)
             p = pos
             while p < pos + n:
-                g0 = p - p % GROUP
-                end = min(pos + n, g0 + GROUP)
+                g0 = p - p % self.G
+                end = min(pos + n, g0 + self.G)
                 if g0 != self._hres_start[layer]:
                     raise KVError(f"layer {layer}: rows for position {p} reached the master out of order")
                 self._hres[layer][p - g0: end - g0] = kf[p - pos: end - pos]
-                if end == g0 + GROUP:
-                    self._set(self._k_block(layer), g0, formats.encode(self._hres[layer], "c4", f"layer {layer} K"))
+                if end == g0 + self.G:
+                    self._set(self._k_block(layer), g0, formats.encode(self._hres[layer], self.m.k, f"layer {layer} K"))
                     self._hres[layer][:] = 0
                     self._hres_start[layer] = end
                 p = end
         self.length[layer] = max(self.length[layer], pos + n)
 
     def _host_group(self, layer: int, g0: int) -> np.ndarray:
-        """The dequantised K rows of the (quantised) group starting at g0: [GROUP, n_kv, hd] f32."""
-        return formats.decode(self._get(self._k_block(layer), g0, g0 + GROUP), "c4")
+        """The dequantised K rows of the (quantised) group starting at g0: [self.G, n_kv, hd] f32."""
+        return formats.decode(self._get(self._k_block(layer), g0, g0 + self.G), self.m.k)
 
     def host_rows(self, layer: int, kind: str) -> np.ndarray:
         """The master rows of `kind` ("k" or "v") for positions [0, length): [length, n_kv, rk|rv] u32.
@@ -363,7 +365,7 @@ class KVCache:
         if not self.m.grouped:
             return formats.decode(rows, self.m.kf)
         start, res = self.residual(layer)
-        return np.concatenate([formats.decode(rows[:start], "c4"), res])
+        return np.concatenate([formats.decode(rows[:start], self.m.k), res])
 
     def bytes_per_position(self) -> int:
         """GPU bytes one position takes in one layer (K and V), measured on an actual slot buffer.

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .attention import NO_MUTATIONS, Attention, Mutations, Window, reference, split
-from .formats import GROUP, decode, encode
+from .formats import decode, encode
 from .modes import MODES, get_mode
 from .params import ParamCache
 from .rotate import hadamard
@@ -70,7 +70,8 @@ def case_data(case: Case, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def full_groups(mode: str, kv_len: int) -> int:
     """Positions [0, this) hold quantised K; the rest is the f32 residual (grouped modes only)."""
-    return kv_len // GROUP * GROUP if get_mode(mode).grouped else kv_len
+    g = get_mode(mode).group
+    return kv_len // g * g if g else kv_len
 
 
 def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,8 +147,8 @@ def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = Non
 
 
 def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
-    """The cut of the matrix the mutation checks run: GQA 8/4, f32, q4 and grouped kc4v4b, decode and prefill."""
-    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4", "kc4v4b") for n_q in (1, prefill)]
+    """The cut of the matrix the mutation checks run: GQA 8/4, f32, q4 and grouped kc4av4a, decode and prefill."""
+    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4", "kc4av4a") for n_q in (1, prefill)]
 
 
 def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16,

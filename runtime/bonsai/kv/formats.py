@@ -6,7 +6,9 @@ Row formats (one K or V row of `hd` f32 values; stored as u32 words):
     q8      bits 8, one scale per row:     hd/4 value words + 1 scale word
     q4      bits 4, one scale per row:     hd/8 value words + 1 scale word   (= `quant4`, the seed's format)
     q4b     bits 4, one scale per 32 values: hd/8 value words + hd/64 scale words (Q4_0-like)
+    q4a     bits 4, asymmetric per row: hd/8 value words + 1 word (scale low half, min high half)
     c4      bits 4, one scale per CHANNEL per group of G=32 positions (K only, see below)
+    c4a     bits 4, asymmetric per channel per group of G=64 positions (scale and min per channel)
 
 Per scale block of values x (a whole row, or 32 consecutive values; qmax = 2^(bits-1) - 1):
 
@@ -31,8 +33,21 @@ So a c4 row has hd/8 + hd/64 words (G = 32; hd a multiple of 64) and a group is 
 windows aligned to groups carry their scales with them. A group is quantised once, when its last
 position is appended; until then its rows are kept in f32 (the residual).
 
-Rows with NaN/inf, or whose scale would round to f16 infinity (amax >= qmax * 65520), are
-rejected (NonFiniteKVError) before anything is cached.
+Asymmetric (q4a per row, c4a per channel over its group), codes 0..15, every step exact or one
+correctly rounded f32 operation (the same in numpy and WGSL):
+
+    mn    = f16(min x)                               round-to-nearest-even (f32 -> f16 is exact RNE)
+    d     = f32(max x - f32(mn))                     one correctly rounded f32 subtraction
+    scale = f16(d / 15)                              RNE of the exact quotient (0 if d is not a normal f32)
+    e_j   = f32(x_j - f32(mn))
+    raw_j = 0 if s == 0 else clamp(round(e_j / s), 0, 15)
+    x'_j  = f32(raw_j * s) + f32(mn)                 (the product is exact)
+
+c4a rows: hd/8 nibble words, then hd/64 words; row i of a 64-position group carries channels
+i*hd/64 .. (i+1)*hd/64 - 1, one word each: the scale's f16 bits low, the min's high.
+
+Rows with NaN/inf, or whose scale would round to f16 infinity (amax >= qmax * 65520; asymmetric:
+|min| >= 65520 or max - min >= 15 * 65520), are rejected (NonFiniteKVError) before anything is cached.
 """
 
 from __future__ import annotations
@@ -44,17 +59,23 @@ import numpy as np
 from .errors import NonFiniteKVError
 from .quant4 import check_finite
 
-GROUP = 32  # positions per c4 group
+GROUP = 32  # positions per c4 group (c4a: 2 * GROUP)
 
 
 @dataclass(frozen=True)
 class RowFormat:
-    """How one row is stored: value bits (32 = f32), values per scale (0 = whole row), per-channel groups."""
+    """How one row is stored: value bits (32 = f32), values per scale (0 = whole row), per-channel
+    groups of `group` positions (0 = per row), asymmetric (scale and min) or symmetric."""
 
     name: str
     bits: int
     block: int = 0
-    per_channel: bool = False
+    group: int = 0
+    asym: bool = False
+
+    @property
+    def per_channel(self) -> bool:
+        return self.group > 0
 
     @property
     def qmax(self) -> int:
@@ -74,7 +95,9 @@ class RowFormat:
         if self.bits == 32:
             return 0
         if self.per_channel:
-            return hd // (2 * GROUP)
+            return hd // self.group if self.asym else hd // (2 * self.group)
+        if self.asym:
+            return hd // self.block_size(hd)
         return -(-(hd // self.block_size(hd)) // 2)
 
     def row_words(self, hd: int) -> int:
@@ -90,7 +113,7 @@ class RowFormat:
 
 FORMATS = {f.name: f for f in (
     RowFormat("f32", 32), RowFormat("q8", 8), RowFormat("q4", 4), RowFormat("q4b", 4, 32),
-    RowFormat("c4", 4, 0, True),
+    RowFormat("q4a", 4, 0, 0, True), RowFormat("c4", 4, 0, GROUP), RowFormat("c4a", 4, 0, 2 * GROUP, True),
 )}
 
 
@@ -111,11 +134,32 @@ def _round(x: np.ndarray, scale: np.ndarray, qmax: int) -> np.ndarray:
     return np.clip(q + qmax + 1, 0, 2 * qmax + 1).astype(np.uint32)
 
 
+def quantise_asym(x: np.ndarray, axis: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(raw u32 like x, scale f16, min f16) of x, one (scale, min) per slice along `axis` (see module doc)."""
+    lo, hi = x.min(axis=axis, keepdims=True), x.max(axis=axis, keepdims=True)
+    with np.errstate(over="ignore"):
+        mn = lo.astype(np.float16)
+    mf = mn.astype(np.float32)
+    d = hi - mf  # f32, correctly rounded
+    if (np.abs(lo) >= 65520).any() or (d >= 15 * 65520.0).any():
+        raise NonFiniteKVError(f"{what}: a block spans beyond the asymmetric f16 scale and min; refusing to cache it")
+    scale = np.where(d >= np.float32(2.0**-126), (d.astype(np.float64) / 15.0), 0.0).astype(np.float16)
+    s = scale.astype(np.float64)
+    e = (x - mf).astype(np.float64)  # f32 subtraction, then exact widening
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(s > 0, np.rint(e / np.where(s > 0, s, 1.0)), 0.0)
+    raw = np.clip(q, 0, 15).astype(np.uint32)
+    return raw, np.squeeze(scale, axis), np.squeeze(mn, axis)
+
+
 def quantise_rows(x: np.ndarray, fmt: RowFormat, what: str = "K/V rows") -> tuple[np.ndarray, np.ndarray]:
     """(raw u32 [..., hd], scales f16 [..., hd/block]) of f32 rows x (per-row or per-block formats)."""
     x = np.asarray(x, np.float32)
     check_finite(x, what)
     hd = x.shape[-1]
+    if fmt.asym:
+        raw, scale, mn = quantise_asym(x, -1, what)
+        return raw, np.stack([scale, mn], axis=-1)
     b = fmt.block_size(hd)
     xb = x.reshape(*x.shape[:-1], hd // b, b)
     scale = _scales(np.abs(xb).max(axis=-1), fmt.qmax, what)
@@ -123,10 +167,14 @@ def quantise_rows(x: np.ndarray, fmt: RowFormat, what: str = "K/V rows") -> tupl
     return raw, scale
 
 
-def quantise_group(x: np.ndarray, what: str = "K rows") -> tuple[np.ndarray, np.ndarray]:
-    """c4: (raw u32 [G, n_kv, hd], scales f16 [n_kv, hd]) of one full group x [G, n_kv, hd]."""
+def quantise_group(x: np.ndarray, what: str = "K rows", asym: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """c4: (raw u32 [G, n_kv, hd], scales f16 [n_kv, hd]) of one full group x [G, n_kv, hd];
+    c4a (asym): scales are [n_kv, hd, 2] (scale, min)."""
     x = np.asarray(x, np.float32)
     check_finite(x, what)
+    if asym:
+        raw, scale, mn = quantise_asym(x, 0, what)
+        return raw, np.stack([scale, mn], axis=-1)
     scale = _scales(np.abs(x).max(axis=0), 7, what)
     return _round(x, scale[None], 7), scale
 
@@ -170,21 +218,21 @@ def encode(x: np.ndarray, fmt: str | RowFormat, what: str = "K/V rows") -> np.nd
     hd = x.shape[-1]
     f.check(hd)
     if f.per_channel:
-        return _encode_groups(x, what)
+        return _encode_groups(x, f, what)
     raw, scale = quantise_rows(x, f, what)
     return np.concatenate([_pack_values(raw, f.bits), _pack_f16(scale, f.scale_words(hd))], axis=-1)
 
 
-def _encode_groups(x: np.ndarray, what: str) -> np.ndarray:
+def _encode_groups(x: np.ndarray, f: RowFormat, what: str) -> np.ndarray:
     n, n_kv, hd = x.shape
-    if n % GROUP:
-        raise ValueError(f"c4 encodes whole groups of {GROUP} positions, got {n}")
-    out = [np.zeros((0, n_kv, FORMATS["c4"].row_words(hd)), np.uint32)]
-    cpr = hd // GROUP  # channels whose scales each row carries
-    for g in range(0, n, GROUP):
-        raw, scale = quantise_group(x[g: g + GROUP], what)  # scale [n_kv, hd]
-        per_row = scale.reshape(n_kv, GROUP, cpr).transpose(1, 0, 2)  # [G, n_kv, cpr]
-        out.append(np.concatenate([_pack_values(raw, 4), _pack_f16(per_row, cpr // 2)], axis=-1))
+    G = f.group
+    if n % G:
+        raise ValueError(f"{f.name} encodes whole groups of {G} positions, got {n}")
+    out = [np.zeros((0, n_kv, f.row_words(hd)), np.uint32)]
+    for g in range(0, n, G):
+        raw, scale = quantise_group(x[g: g + G], what, f.asym)  # scale [n_kv, hd] (asym: [n_kv, hd, 2])
+        per_row = scale.reshape(n_kv, G, -1).transpose(1, 0, 2)  # [G, n_kv, cpr (* 2)]
+        out.append(np.concatenate([_pack_values(raw, 4), _pack_f16(per_row, f.scale_words(hd))], axis=-1))
     return np.concatenate(out)
 
 
@@ -196,13 +244,21 @@ def decode(rows: np.ndarray, fmt: str | RowFormat) -> np.ndarray:
         return np.ascontiguousarray(rows).view(np.float32)
     hd = _hd_of(rows.shape[-1], f)
     vw = f.value_words(hd)
-    raw = _unpack_values(rows[..., :vw], f.bits).astype(np.float32) - np.float32(f.off)
+    codes = _unpack_values(rows[..., :vw], f.bits).astype(np.float32)
+    if f.asym and not f.per_channel:
+        sm = _unpack_f16(rows[..., vw:], 2).astype(np.float32)
+        return codes * sm[..., :1] + sm[..., 1:]
+    raw = codes - np.float32(f.off)
     if f.per_channel:
         n, n_kv, _ = rows.shape
-        cpr = hd // GROUP
-        sc = _unpack_f16(rows[..., vw:], cpr)  # [n, n_kv, cpr]
-        sc = sc.reshape(n // GROUP, GROUP, n_kv, cpr).transpose(0, 2, 1, 3).reshape(n // GROUP, 1, n_kv, hd)
-        out = raw.reshape(n // GROUP, GROUP, n_kv, hd) * sc.astype(np.float32)
+        G, cpr = f.group, hd // f.group
+        per = 2 if f.asym else 1
+        sc = _unpack_f16(rows[..., vw:], cpr * per).astype(np.float32)  # [n, n_kv, cpr * per]
+        sc = sc.reshape(n // G, G, n_kv, cpr, per).transpose(0, 2, 1, 3, 4).reshape(n // G, 1, n_kv, hd, per)
+        if f.asym:
+            out = codes.reshape(n // G, G, n_kv, hd) * sc[..., 0] + sc[..., 1]
+        else:
+            out = raw.reshape(n // G, G, n_kv, hd) * sc[..., 0]
         return out.reshape(n, n_kv, hd)
     b = f.block_size(hd)
     sc = _unpack_f16(rows[..., vw:], hd // b).astype(np.float32)

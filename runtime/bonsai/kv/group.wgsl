@@ -16,6 +16,7 @@ const N_KV: u32 = {{N_KV}}u;
 const GROUP: u32 = {{GROUP}}u;
 const ROW_WORDS: u32 = {{ROW_WORDS}}u;
 const CPR: u32 = HD / GROUP;  // channels whose scales each row carries
+const ASYM: bool = {{ASYM}};  // c4a: one word per channel, scale | min << 16 (else two f16 scales a word)
 
 {{ROUNDING}}
 
@@ -27,6 +28,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let c = idx % (HD / 8u);
     var sb: array<u32, 8>;
     var s: array<f32, 8>;
+    if (ASYM) {
+        for (var i = 0u; i < 8u; i = i + 1u) {
+            let d = c * 8u + i;
+            var lo = src[p.src_word + g * HD + d];
+            var hi = lo;
+            for (var t = 1u; t < GROUP; t = t + 1u) {
+                let x = src[p.src_word + (t * N_KV + g) * HD + d];
+                lo = min(lo, x);
+                hi = max(hi, x);
+            }
+            sb[i] = asym_params(lo, hi);
+            if (sb[i] == 0xffffffffu) { sb[i] = 0u; }  // flagged by the store kernel
+        }
+        for (var t = 0u; t < GROUP; t = t + 1u) {
+            var word = 0u;
+            for (var i = 0u; i < 8u; i = i + 1u) {
+                word = word | (asym_code(src[p.src_word + (t * N_KV + g) * HD + c * 8u + i], sb[i]) << (4u * i));
+            }
+            dst[p.dst_word + (t * N_KV + g) * ROW_WORDS + c] = word;
+        }
+        for (var i = 0u; i < 8u; i = i + 1u) {
+            let d = c * 8u + i;
+            dst[p.dst_word + ((d / CPR) * N_KV + g) * ROW_WORDS + HD / 8u + d % CPR] = sb[i];
+        }
+        return;
+    }
     for (var i = 0u; i < 8u; i = i + 1u) {
         let d = c * 8u + i;
         var amax_bits = 0u;

@@ -35,6 +35,11 @@ class Mode:
         return self.kf.per_channel
 
     @property
+    def group(self) -> int:
+        """Positions per K group (grouped modes), else 0."""
+        return self.kf.group
+
+    @property
     def k_store(self) -> RowFormat:
         """The format the store kernel writes K in (f32 for grouped K: quantised per group later)."""
         return FORMATS["f32"] if self.grouped else self.kf
@@ -57,6 +62,9 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("k8v4b", "q8", "q4b", help="K 8-bit per row, V 4-bit per 32 values"),
     Mode("kc4v4", "c4", "q4", help=f"K 4-bit per channel per {GROUP} positions (f32 residual), V 4-bit per row"),
     Mode("kc4v4b", "c4", "q4b", help=f"K 4-bit per channel per {GROUP} positions (f32 residual), V q4b"),
+    Mode("k8v4a", "q8", "q4a", help="K 8-bit per row, V 4-bit asymmetric per row (scale and min)"),
+    Mode("kc4av4a", "c4a", "q4a", help=f"K 4-bit asymmetric per channel per {2 * GROUP} positions "
+                                       "(f32 residual), V 4-bit asymmetric per row"),
 )}
 
 

@@ -62,6 +62,38 @@ fn round_ratio(a: f32, s: f32, top: f32) -> u32 {
     return n;
 }
 
+// f32 value of signed f16 bits (finite).
+fn h2f_signed(h: u32) -> f32 {
+    let x = h2f(h & 0x7fffu);
+    if ((h & 0x8000u) != 0u) { return -x; }
+    return x;
+}
+
+// Round-to-nearest-even signed f16 bits of a finite f32 (0x7c00 magnitude when it overflows).
+fn f2h_signed(x: f32) -> u32 {
+    return f2h_guess(abs(x)) | ((bitcast<u32>(x) >> 16u) & 0x8000u);
+}
+
+// Asymmetric (scale, min) of values in [lo, hi] (formats.py): returns scale bits | min bits << 16,
+// or 0xffffffff when they do not fit f16 (the caller flags the row).
+fn asym_params(lo: f32, hi: f32) -> u32 {
+    let mn = f2h_signed(lo);
+    let d = hi - h2f_signed(mn);
+    if (abs(lo) >= 65520.0 || d >= 15.0 * 65520.0) { return 0xffffffffu; }
+    var sb = 0u;
+    if (d >= bitcast<f32>(0x00800000u)) { sb = scale_bits(d, 15.0); }
+    return sb | (mn << 16u);
+}
+
+// Asymmetric code of x: 0 if s == 0, else clamp(round((x - min) / s), 0, 15).
+fn asym_code(x: f32, sm: u32) -> u32 {
+    let sb = sm & 0xffffu;
+    if (sb == 0u) { return 0u; }
+    let e = x - h2f_signed(sm >> 16u);
+    if (e <= 0.0) { return 0u; }
+    return min(round_ratio(e, h2f(sb), 24.0), 15u);
+}
+
 // Offset-binary code of x with scale s (f32 value of f16 bits sb): clamp(round(x/s) + off, 0, 2 off - 1).
 fn quant_code(x: f32, sb: u32, s: f32, qmax: u32) -> u32 {
     if (sb == 0u) { return qmax + 1u; }

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .formats import FORMATS, GROUP, RowFormat
+from .formats import FORMATS, RowFormat
 from .modes import MODES, Mode, get_mode
 from .params import ParamCache
 
@@ -14,7 +14,14 @@ from .params import ParamCache
 def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]:
     """{{K_BITS}}, {{K_BLOCK}}, {{K_WORDS}} (or V_...) of a row format."""
     return {f"{prefix}_BITS": f.bits, f"{prefix}_BLOCK": f.block_size(head_dim),
-            f"{prefix}_WORDS": f.row_words(head_dim)}
+            f"{prefix}_WORDS": f.row_words(head_dim), f"{prefix}_ASYM": f.asym}
+
+
+def k_limit(f: RowFormat) -> float:
+    """|K| at or above which grouped K cannot be quantised (the store kernel flags it); 0: no limit."""
+    if not f.per_channel:
+        return 0.0
+    return 65520.0 if f.asym else 7 * 65520.0
 
 
 def rounding_source() -> str:
@@ -36,7 +43,7 @@ class Store:
         self.kernel = gpu.kernel(
             "bonsai.kv", "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
             INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)), ROUNDING=rounding_source(),
-            K_LIMIT="458640.0" if m.grouped else "0.0",  # 7 * 65520: the c4 scale would overflow f16
+            K_LIMIT=f"{k_limit(m.kf):.1f}",  # grouped K: the per-channel scale (and min) must fit f16
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.vf, head_dim),
         )
 
@@ -49,17 +56,19 @@ class Store:
 
 
 class GroupStore:
-    """Records `group.wgsl`: one full group of f32 K rows -> c4 rows (per-channel scales)."""
+    """Records `group.wgsl`: one full group of f32 K rows -> c4 / c4a rows (per-channel scales)."""
 
-    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None):
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None, fmt: str = "c4"):
         self.gpu, self.n_kv, self.head_dim = gpu, n_kv, head_dim
-        self.row_words = FORMATS["c4"].row_words(head_dim)
+        self.fmt = FORMATS[fmt]
+        self.group = self.fmt.group
+        self.row_words = self.fmt.row_words(head_dim)
         self.params = params or ParamCache(gpu)
-        self.kernel = gpu.kernel("bonsai.kv", "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=GROUP,
-                                 ROW_WORDS=self.row_words, ROUNDING=rounding_source())
+        self.kernel = gpu.kernel("bonsai.kv", "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group,
+                                 ROW_WORDS=self.row_words, ASYM=self.fmt.asym, ROUNDING=rounding_source())
 
     def record(self, src: Any, src_word: int, dst: Any, dst_word: int) -> None:
-        """GROUP f32 rows [GROUP, n_kv, hd] at src word src_word -> c4 rows at dst word dst_word."""
+        """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word."""
         params = self.params.get(src_word, dst_word, 0, 0)
         n = self.n_kv * self.head_dim // 8
         self.gpu.dispatch(self.kernel, [params, src, dst], ((n + 63) // 64,))

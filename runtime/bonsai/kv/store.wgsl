@@ -20,6 +20,8 @@ const K_WORDS: u32 = {{K_WORDS}}u;
 const V_BITS: u32 = {{V_BITS}}u;
 const V_BLOCK: u32 = {{V_BLOCK}}u;
 const V_WORDS: u32 = {{V_WORDS}}u;
+const K_ASYM: bool = {{K_ASYM}};   // asymmetric per row: codes 0..15, one word = scale | min << 16
+const V_ASYM: bool = {{V_ASYM}};
 const ROTATE_K: bool = {{ROTATE_K}};
 const K_LIMIT: f32 = {{K_LIMIT}};  // f32 K kept for per-channel quantisation: flag |x| >= this (0: none)
 
@@ -73,6 +75,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let qmax = (1u << (bits - 1u)) - 1u;
     let per = 32u / bits;
     let value_words = HD / per;
+    if ((is_v && V_ASYM) || (!is_v && K_ASYM)) {
+        var lo = x[0];
+        var hi = x[0];
+        for (var j = 1u; j < HD; j = j + 1u) {
+            lo = min(lo, x[j]);
+            hi = max(hi, x[j]);
+        }
+        var sm = 0u;
+        if (bad == 0u) { sm = asym_params(lo, hi); }
+        if (sm == 0xffffffffu) {
+            bad = 2u;
+            sm = 0u;
+        }
+        for (var w = 0u; w < value_words; w = w + 1u) {
+            var word = 0u;
+            for (var i = 0u; i < per; i = i + 1u) { word = word | (asym_code(x[w * per + i], sm) << (bits * i)); }
+            dst[out + w] = word;
+        }
+        dst[out + value_words] = sm;
+        flags[p.flag_base + r] = bad;
+        return;
+    }
     var scales = 0u;
     for (var b = 0u; b < HD / block; b = b + 1u) {
         var amax_bits = 0u;

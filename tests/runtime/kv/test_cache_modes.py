@@ -35,7 +35,7 @@ def bits(a):
     return a.view(np.uint32)
 
 
-@pytest.mark.parametrize("mode,window", [("k8v4", 8), ("kc4v4b", 32), ("kc4v4", 64)])
+@pytest.mark.parametrize("mode,window", [("k8v4", 8), ("kc4v4b", 32), ("kc4v4", 64), ("kc4av4a", 64)])
 def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     rng = np.random.default_rng(0)
     k, v = rows(rng, 81, 3), rows(rng, 81)
@@ -46,7 +46,7 @@ def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     assert cache.length == [0, 81]
     assert np.array_equal(cache.host_rows(1, "v"), formats.encode(v, m.v))
     if m.grouped:
-        assert np.array_equal(cache.host_rows(1, "k")[:64], formats.encode(k[:64], "c4"))
+        assert np.array_equal(cache.host_rows(1, "k")[:64], formats.encode(k[:64], m.k))
         start, res = cache.residual(1)
         assert start == 64 and np.array_equal(bits(res), bits(k[64:]))
     else:
@@ -112,7 +112,7 @@ def test_grouped_modes_refuse_unaligned_windows_and_oversized_k(gpu):
 
 
 def test_bytes_per_position_of_every_mode_comes_from_the_buffers(gpu):
-    sizes = {m: KVCache(gpu, 1, 3, 64, 64, mode=m, window=32).bytes_per_position()
-             for m in ("f32", "q8", "q4", "q4b", "k8v4", "kc4v4b")}
-    assert sizes == {"f32": 1536, "q8": 408, "q4": 216, "q4b": 216, "k8v4": 312, "kc4v4b": 216}
+    sizes = {m: KVCache(gpu, 1, 3, 64, 64, mode=m, window=64).bytes_per_position()
+             for m in ("f32", "q8", "q4", "q4b", "k8v4", "kc4v4b", "kc4av4a")}
+    assert sizes == {"f32": 1536, "q8": 408, "q4": 216, "q4b": 216, "k8v4": 312, "kc4v4b": 216, "kc4av4a": 216}
     assert KVCache(gpu, 1, 3, 64, 64, mode="kc4v4b", window=32).residual_bytes() == GROUP * 3 * 64 * 4

@@ -51,8 +51,10 @@ def test_store_kernel_matches_the_formats_for_every_mode(gpu, hd):
     x = np.concatenate([edge_rows(hd), (rng.standard_normal((30, hd)) * rng.uniform(1e-3, 50, (30, 1)))])
     x = x.astype(np.float32)[: len(x) // 2 * 2].reshape(-1, 2, hd)
     for mode in MODES:
-        # keep every row within the 4-bit f16 scale (and its sqrt(hd) growth under rotation)
-        xm = np.clip(x, -1e4, 1e4) if MODES[mode].rotate_k else np.clip(x, -4e5, 4e5)
+        # keep every row within the formats' f16 scale (its sqrt(hd) growth under rotation; the f16 min)
+        m = MODES[mode]
+        lim = 1e4 if m.rotate_k else 6e4 if m.kf.asym or m.vf.asym else 4e5
+        xm = np.clip(x, -lim, lim)
         k, v, flags = gpu_store(gpu, mode, xm, xm[::-1].copy())
         assert not flags.any(), mode
         want_k, want_v = store_rows(MODES[mode], xm, xm[::-1].copy())
@@ -65,25 +67,30 @@ def test_q4_of_formats_is_the_seed_format():
     assert np.array_equal(formats.encode(x, "q4"), quant4.encode(x, "q4"))
 
 
+@pytest.mark.parametrize("fmt", ["c4", "c4a"])
 @pytest.mark.parametrize("hd", [64, 128])
-def test_group_kernel_matches_c4_bit_for_bit(gpu, hd):
+def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
+    G = formats.FORMATS[fmt].group
     rng = np.random.default_rng(hd + 1)
-    x = (rng.standard_normal((2 * GROUP, 3, hd)) * rng.uniform(1e-3, 50, (1, 3, hd))).astype(np.float32)
+    x = (rng.standard_normal((2 * G, 3, hd)) * rng.uniform(1e-3, 50, (1, 3, hd))).astype(np.float32)
     x[:, 0, 5] = 0.0  # a zero channel
+    x[:, 0, 6] = 3.0  # a constant channel (asymmetric: scale 0, min carries it)
     x[:, 1, 9] = np.float32(1e-40)  # a subnormal channel
-    x[:, 2, :8] = np.float32(0.25) * np.resize(np.array([7, 0.5, 1.5, -2.5, 3.5, -6.5], np.float32), (2 * GROUP, 1))
-    gs = GroupStore(gpu, 3, hd)
+    x[:, 1, 10] += 40  # an offset channel (where the min pays off)
+    x[:, 2, :8] = np.float32(0.25) * np.resize(np.array([7, 0.5, 1.5, -2.5, 3.5, -6.5], np.float32), (2 * G, 1))
+    gs = GroupStore(gpu, 3, hd, fmt=fmt)
     rw = gs.row_words
     src = gpu.upload(np.concatenate([np.zeros(5, np.float32), x.ravel()]))
-    dst = gpu.buffer((2 * GROUP * 3 * rw + 4) * 4)
+    dst = gpu.buffer((2 * G * 3 * rw + 4) * 4)
     gs.record(src, 5, dst, 4)
-    gs.record(src, 5 + GROUP * 3 * hd, dst, 4 + GROUP * 3 * rw)
-    got = np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * GROUP, 3, rw)
-    want = formats.encode(x, "c4")
+    gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw)
+    got = np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * G, 3, rw)
+    want = formats.encode(x, fmt)
     assert np.array_equal(got, want)
-    # the oracle can tell per-channel from per-row scales, and half-up from half-even scale rounding
+    # the oracle can tell per-channel from per-row scales
     assert not np.array_equal(got[:, :, : hd // 8], formats.encode(x, "q4")[..., : hd // 8])
-    assert np.abs(formats.decode(want, "c4") - x).max() <= np.abs(x).max(axis=0).max() / 14 * 1.01
+    span = (x.max(axis=0) - x.min(axis=0)).max() if fmt == "c4a" else 2 * np.abs(x).max(axis=0).max()
+    assert np.abs(formats.decode(want, fmt) - x).max() <= span / 28 * 1.01
 
 
 def test_c4_scales_travel_with_their_group():
@@ -106,8 +113,10 @@ def test_every_mode_keeps_windowed_equal_to_whole_cache(gpu, variant):
     assert full_groups("kc4v4", 40) == 32 and full_groups("k8v4", 40) == 40
 
 
-def test_grouped_mode_every_window_size(gpu):
-    results = run_matrix(gpu, matrix(70, modes=("kc4v4b",), head_dims=(64, 128), prefill=16), variant="serial")
+@pytest.mark.parametrize("mode", ["kc4v4b", "kc4av4a"])
+def test_grouped_mode_every_window_size(gpu, mode):
+    # 70 positions: 64 quantised (two c4 groups, one c4a group) and an f32 residual
+    results = run_matrix(gpu, matrix(70, modes=(mode,), head_dims=(64, 128), prefill=16), variant="serial")
     bad = [r.describe() for r in results if not r.ok]
     assert not bad, "\n".join(bad)
 
@@ -117,4 +126,6 @@ def test_bits_per_element_from_the_row_layout():
     assert MODES["kc4v4b"].bits_per_element(64) == 4.5
     assert MODES["kc4v4b"].bits_per_element(128) == 4.5
     assert MODES["q8"].bits_per_element(64) == 8.5
+    assert MODES["kc4av4a"].bits_per_element(64) == 4.5
+    assert MODES["kc4av4a"].bits_per_element(128) == 4.375
     assert MODES["f32"].bits_per_element(64) == 32
