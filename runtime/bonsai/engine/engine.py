@@ -40,8 +40,8 @@ class Generation:
 class Engine:
     """A model on the GPU with its KV cache. Positions advance as tokens are fed in."""
 
-    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: Gpu, *, kv: str = "q4", window: int = 256,
-                 vram_budget: int | None = None, max_positions: int = 2048, batch: int = 32,
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: Gpu, *, kv: str = "f32", window: int = 256,
+                 vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
                  progress: bool = True, cache_factory: Callable[..., Any] | None = None) -> None:
         self.reader, self.cfg = reader, cfg
         self.cache_factory = cache_factory

@@ -13,6 +13,16 @@ from click.testing import CliRunner
 from bonsai.cli import main
 from tests.runtime.model.synthetic import write_tiny_gguf
 
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)  # see test_synthetic_models
+
+
+@pytest.fixture(autouse=True)
+def _session_gpu(gpu, monkeypatch):
+    """Commands open their device with Gpu.create(); hand them the session's (compiled pipelines kept)."""
+    from bonsai.gpu.device import Gpu
+
+    monkeypatch.setattr(Gpu, "create", classmethod(lambda cls, *a, **k: gpu))
+
 
 def _invoke(*args, input=None):
     return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
@@ -26,7 +36,7 @@ def test_run_greedy_streams_paris_and_reports_speed_on_stderr():
 
 
 def test_chat_answers_in_the_chat_template_and_quits_on_eof(tmp_path):
-    path = write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3")
+    path = write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3", **TINY)
     r = _invoke("chat", "--model", str(path), "--max-tokens", "3", input="Hello\n")
     assert r.exit_code == 0, r.output
     assert "prompt tokens" in r.stderr and r.stderr.count(">>> ") == 2
@@ -35,7 +45,7 @@ def test_chat_answers_in_the_chat_template_and_quits_on_eof(tmp_path):
 def test_eval_json_gives_logprob_and_argmax_per_position(tmp_path):
     text = tmp_path / "t.txt"
     text.write_text("The capital of France is Paris. The quick brown fox", encoding="utf-8")
-    model = write_tiny_gguf(tmp_path / "tiny.gguf", "llama", weight_type="Q4_1")
+    model = write_tiny_gguf(tmp_path / "tiny.gguf", "llama", weight_type="Q4_1", **TINY)
     r = _invoke("eval", str(text), "--model", str(model), "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -56,6 +66,6 @@ def test_unsupported_architecture_is_a_named_error_exit_2(tmp_path):
 
 @pytest.mark.parametrize("wtype", ["Q5_0"])
 def test_unsupported_tensor_type_is_a_named_error_exit_2(tmp_path, wtype):
-    path = write_tiny_gguf(tmp_path / "q5.gguf", "llama", weight_type=wtype, embed_type="Q8_0")
+    path = write_tiny_gguf(tmp_path / "q5.gguf", "llama", weight_type=wtype, embed_type="Q8_0", **TINY)
     r = CliRunner().invoke(main, ["run", "hi", "--model", str(path)])
     assert r.exit_code == 2 and wtype in r.stderr and "blk.0" in r.stderr, r.output

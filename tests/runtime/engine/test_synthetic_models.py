@@ -9,19 +9,21 @@ from bonsai.engine import Engine
 from bonsai.reference import ReferenceModel
 from tests.runtime.model.synthetic import write_tiny_gguf
 
-CASES = [  # (arch, weight type, embedding type, dim)
-    ("qwen3", "Q8_0", None, 64),
-    ("llama", "Q4_0", "Q8_0", 64),
-    ("llama", "Q4_1", "F32", 64),
-    ("qwen3", "F16", None, 64),
-    ("qwen3", "Q1_0", "Q8_0", 128),
+CASES = [  # (arch, weight type, embedding type)
+    ("qwen3", "Q8_0", None),
+    ("llama", "Q4_0", "Q8_0"),
+    ("llama", "Q4_1", "F32"),
+    ("qwen3", "F16", None),
+    ("qwen3", "Q1_0", "Q8_0"),
 ]
+# head_dim 64 like the default model: bonsai.kv's store kernel takes ~100 s to compile on lavapipe
+# for head_dim 32, and 64 shares the pipelines the other tests compile anyway. dim 128 suits Q1_0.
+SHAPE = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
 
 
-@pytest.mark.parametrize("arch,wtype,etype,dim", CASES)
-def test_tiny_model_logits_match_reference(gpu, tmp_path, arch, wtype, etype, dim):
-    path = write_tiny_gguf(tmp_path / "m.gguf", arch, weight_type=wtype, embed_type=etype, dim=dim,
-                           ffn_dim=2 * dim, seed=len(wtype))
+@pytest.mark.parametrize("arch,wtype,etype", CASES)
+def test_tiny_model_logits_match_reference(gpu, tmp_path, arch, wtype, etype):
+    path = write_tiny_gguf(tmp_path / "m.gguf", arch, weight_type=wtype, embed_type=etype, seed=len(wtype), **SHAPE)
     ids = [5, 17, 200, 3, 99, 42, 7, 150, 8, 64]
     want = ReferenceModel(path).forward(ids).astype(np.float64)
     engine = Engine.load(path, gpu=gpu, kv="f32", window=4, batch=4, progress=False)
