@@ -147,11 +147,14 @@ def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = Non
 
 
 def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:
-    """The cut of the matrix the mutation checks run: GQA 8/4, f32, q4 and grouped kc4av4a, decode and prefill."""
-    return [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4", "kc4av4a") for n_q in (1, prefill)]
+    """The cut of the matrix the mutation checks run: GQA 8/4, f32, q4 and grouped kc4v4b (with
+    kv_len - 7 positions, so that a quantised part and an f32 residual are both folded), decode and prefill."""
+    cases = [Case(8, 4, 64, mode, kv_len, n_q) for mode in ("f32", "q4") for n_q in (1, prefill)]
+    return cases + [Case(8, 4, 64, "kc4v4b", max(kv_len - 7, prefill + 1), n_q) for n_q in (1, prefill)]
 
 
 def check_mutation(gpu: Any, mutations: Mutations, kv_len: int = 64, prefill: int = 16,
                    variant: str = "auto") -> list[CaseResult]:
     """Run the mutation cut with `mutations` injected (window sizes 1, 5 and whole)."""
-    return run_matrix(gpu, mutation_cases(kv_len, prefill), [1, 5, kv_len], mutations, variant)
+    params = ParamCache(gpu, limit=1 << 16)
+    return [run_case(gpu, c, [1, 5, c.kv_len], mutations, params, 0, variant) for c in mutation_cases(kv_len, prefill)]

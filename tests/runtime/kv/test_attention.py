@@ -8,6 +8,7 @@ import pytest
 
 from bonsai.kv.attention import Mutations, split
 from bonsai.kv.exactness import REL_TOL, check_mutation, matrix, run_matrix
+from bonsai.kv.modes import MODES
 
 MUTATIONS = [f.name for f in dataclasses.fields(Mutations)]
 
@@ -57,7 +58,11 @@ def test_every_injected_bug_is_caught_in_the_wide_kernel(gpu, name):
 
 def test_normalising_early_is_caught_by_bits_although_a_tolerance_would_pass_it(gpu):
     results = check_mutation(gpu, Mutations(normalise_each_window=True))
-    assert all(r.rel_err <= REL_TOL[r.case.mode] for r in results)
+    # the whole-cache run is one window (normalised once, at the end) except in grouped modes, where
+    # the f32 residual is a second window: there the bug also shows against fp64
+    single = [r for r in results if not MODES[r.case.mode].grouped]
+    assert single and all(r.rel_err <= REL_TOL[r.case.mode] for r in single)
+    assert all(r.rel_err > REL_TOL[r.case.mode] for r in results if MODES[r.case.mode].grouped)
     assert all(r.mismatched for r in results)
 
 
