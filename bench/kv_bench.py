@@ -1,5 +1,6 @@
-"""KV benchmark: attention throughput (f32 / q4 / q4r, resident vs streamed windows) and host->GPU
-window upload bandwidth (queue.write_buffer vs a ring of mapped staging buffers), side by side.
+"""KV benchmark: attention throughput per cache mode (every `bonsai.kv.modes` mode by default,
+resident vs streamed windows) and host->GPU window upload bandwidth (queue.write_buffer vs a ring of
+mapped staging buffers), side by side.
 
 Prints a table and writes bench/results/kv_bench.json. Defaults are small enough for lavapipe;
 on a real GPU raise them, e.g.:
@@ -18,6 +19,7 @@ import numpy as np
 
 from bonsai.gpu.device import Gpu
 from bonsai.kv import KVCache
+from bonsai.kv.modes import MODES
 
 
 def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) -> dict:
@@ -43,7 +45,8 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) 
     kv_bytes = cache.bytes_per_position() * a.context
     return {"kind": "attention", "mode": mode, "windows": "streamed" if streamed else "resident",
             "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
-            "bytes_per_position": cache.bytes_per_position()}
+            "bytes_per_position": cache.bytes_per_position(), "residual_bytes": cache.residual_bytes(),
+            "bits_per_element": MODES[mode].bits_per_element(a.head_dim)}
 
 
 def bench_write_buffer(gpu: Gpu, a: argparse.Namespace, chunk: int) -> dict:
@@ -91,13 +94,13 @@ def bench_mapped_ring(gpu: Gpu, a: argparse.Namespace, chunk: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--context", type=int, default=1024, help="cached positions (query at context-1)")
+    p.add_argument("--context", type=int, default=512, help="cached positions (query at context-1)")
     p.add_argument("--window", type=int, default=128, help="positions per GPU window")
     p.add_argument("--heads", type=int, default=9)
     p.add_argument("--kv-heads", type=int, default=3)
     p.add_argument("--head-dim", type=int, default=64)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--modes", default="f32,q4,q4r")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--modes", default=",".join(MODES), help="comma-separated cache modes")
     p.add_argument("--upload-mb", type=int, default=32, help="bytes moved per upload path")
     p.add_argument("--chunk-kb", type=int, nargs="+", default=[64, 1024, 8192], help="upload piece sizes")
     p.add_argument("--ring", type=int, default=4, help="staging buffers in the mapped ring")
@@ -115,11 +118,11 @@ def main() -> None:
     print(f"device: {gpu.description}")
     print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
           f"window {a.window}")
-    print(f"{'mode':<5} {'windows':<9} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11}")
+    print(f"{'mode':<8} {'windows':<9} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} {'bits/el':>7}")
     for r in rows:
         if r["kind"] == "attention":
-            print(f"{r['mode']:<5} {r['windows']:<9} {r['seconds_per_call'] * 1e3:>9.2f} {r['cache_GBps']:>10.3f} "
-                  f"{r['bytes_per_position']:>11}")
+            print(f"{r['mode']:<8} {r['windows']:<9} {r['seconds_per_call'] * 1e3:>9.2f} {r['cache_GBps']:>10.3f} "
+                  f"{r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f}")
     print(f"upload: {a.upload_mb} MiB per path")
     print(f"{'path':<28} {'GB/s':>8}")
     for r in rows:
