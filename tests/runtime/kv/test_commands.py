@@ -65,3 +65,31 @@ def test_measure_kv4_model_part_reports_kl_and_argmax_changes():
     rows = measure_model(64)
     assert {r["mode"] for r in rows} == {"q4", "q4r"}
     assert all(r["mean_kl"] >= 0 and 0 <= r["argmax_changed"] <= 1 for r in rows)
+
+
+def test_measure_kv4_rejects_unknown_modes_and_lengths():
+    result = CliRunner().invoke(main, ["measure", "kv4", "--no-real", "--modes", "q4,q3"])
+    assert result.exit_code == 2 and "unknown mode(s) q3" in result.output
+    result = CliRunner().invoke(main, ["measure", "kv4", "--no-real", "--quality-lengths", "12,x"])
+    assert result.exit_code == 2 and "comma-separated integers" in result.output
+
+
+def test_quality_table_bytes_are_the_cache_buffers_bytes(gpu):
+    from bonsai.kv.cache import KVCache
+    from bonsai.kv.modes import MODES
+    from bonsai.kv.quality import bytes_per_position
+
+    for name, mode in MODES.items():
+        cache = KVCache(gpu, 1, 3, 64, 128, mode=name, window=64)
+        assert bytes_per_position(mode, 3, 64) == cache.bytes_per_position(), name
+
+
+@pytest.mark.slow
+def test_quality_table_on_the_default_model():
+    from bonsai.kv.quality import measure_quality, quality_table
+
+    rows = measure_quality(70, [40, 70], ["f32", "q4", "kc4av4a"])
+    assert [(r["mode"], r["context"]) for r in rows] == [(m, n) for m in ("f32", "q4", "kc4av4a") for n in (40, 70)]
+    assert all(r["mean_kl"] == 0 and r["argmax_changed"] == 0 for r in rows if r["mode"] == "f32")
+    assert all(r["mean_kl"] > 0 for r in rows if r["mode"] != "f32")
+    assert "kc4av4a" in quality_table(rows)
