@@ -129,3 +129,9 @@ def test_bits_per_element_from_the_row_layout():
     assert MODES["kc4av4a"].bits_per_element(64) == 4.5
     assert MODES["kc4av4a"].bits_per_element(128) == 4.375
     assert MODES["f32"].bits_per_element(64) == 32
+
+
+def test_the_light_mode_names_are_the_mode_table():
+    from bonsai.kv import MODE_NAMES
+
+    assert MODE_NAMES == tuple(MODES)
