@@ -16,7 +16,7 @@ from ..gguf import GGUFReader
 from ..gpu.device import Gpu
 from ..models import resolve_model
 from .model import GpuModel
-from .recovery import is_device_lost
+from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, sample
 from .weights import Weights, upload_weights
 
@@ -52,6 +52,7 @@ class Engine:
         self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds
         self.recoveries: list[float] = []
         self._tokenizer: Any = None
+        self._watch = LossWatch()
         self._build(gpu, cache=None)
 
     @classmethod
@@ -99,12 +100,14 @@ class Engine:
         """One forward at self.pos (retried once on a new device if the device is lost)."""
         for attempt in (0, 1):
             try:
+                self._watch.check()  # a loss logged since the last step: the cache may be stale
                 self.model.record(ids, self.pos, all_logits=all_logits)
                 self.cache.sync_host()
                 if want == "token":
                     out: Any = self.model.read_token()
                 else:
                     out = self.model.read_logits(len(ids) if all_logits else 1)
+                self._watch.check()  # reads may return zeros rather than raise on a lost device
                 break
             except Exception as exc:
                 if attempt or not is_device_lost(self.gpu, exc):

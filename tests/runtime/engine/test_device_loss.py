@@ -32,3 +32,19 @@ def test_a_failure_that_is_not_device_loss_is_raised_not_recovered(gpu):
     with pytest.raises(KVError, match="outside the cache"):
         engine.forward([1, 2, 3, 4, 5])
     assert engine.recoveries == [] and engine.gpu is gpu
+
+
+def test_a_loss_reported_only_through_the_wgpu_logger_triggers_recovery(gpu):
+    import logging
+
+    engine = Engine.load(None, gpu=gpu, kv="f32", progress=False)
+    prompt = engine.tokenizer.encode("The capital of France is")
+    clean = engine.generate(prompt, max_tokens=4)
+    engine.reset()
+
+    def log_loss(step):
+        if step == 1:
+            logging.getLogger("wgpu").error("Device lost: simulated by the test")
+
+    logged = engine.generate(prompt, max_tokens=4, on_step=log_loss)
+    assert len(logged.recoveries) == 1 and logged.tokens == clean.tokens
