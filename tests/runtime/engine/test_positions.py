@@ -1,4 +1,4 @@
-"""Continuing a conversation: rewinding to the common prefix gives the logits of a fresh full forward."""
+"""Continuing a conversation (rewind to the common prefix) and streaming KV windows under a VRAM budget."""
 
 from __future__ import annotations
 
@@ -24,3 +24,15 @@ def test_continue_with_refeeds_only_the_new_suffix_and_matches_a_fresh_forward(g
     assert np.array_equal(continued.view(np.uint32), fresh.view(np.uint32))
     # a prompt fed in full is re-fed from its last token, so there are logits to sample from
     assert engine.continue_with(edited) == [52] and engine.pos == 6
+
+
+def test_a_vram_budget_that_streams_windows_gives_the_same_logits(gpu, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    ids = [5, 17, 200, 3, 99, 42, 7, 150, 8, 64, 33, 12]
+    resident = Engine.load(path, gpu=gpu, kv="q4", window=4, progress=False)
+    slot = resident.cache.slot_bytes
+    streamed = Engine.load(path, gpu=gpu, kv="q4", window=4, vram_budget=2 * slot, progress=False)
+    want = np.concatenate([resident.forward(ids[:7]), resident.forward(ids[7:])])
+    got = np.concatenate([streamed.forward(ids[:7]), streamed.forward(ids[7:])])
+    assert streamed.cache.streamed_windows > 0  # windows really left the GPU and came back
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
