@@ -60,7 +60,7 @@ from typing import Any
 from .errors import KVError, NonFiniteKVError
 
 # The names of `modes.MODES` without importing numpy (for CLI choices); a test keeps them equal.
-MODE_NAMES = ("f32", "q8", "q4", "q4r", "q4b", "k8v4", "k8v4b", "kc4v4", "kc4v4b", "k8v4a", "kc4av4a")
+MODE_NAMES = ("f32", "q8", "q4", "q4r", "q4b", "k8v4", "k8v4b", "kc4v4", "kc4v4b", "k8v4a", "kc4av4a", "q4res")
 
 __all__ = ["MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError"]
 

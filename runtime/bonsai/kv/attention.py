@@ -83,9 +83,10 @@ class Attention:
         self.variant = default_variant(gpu) if variant == "auto" else variant
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
-        self.fold = self._fold_kernel(m.kf)
-        # grouped K: the newest partial group is folded from f32 K rows (same state, same order)
-        self.fold_residual = self._fold_kernel(FORMATS["f32"]) if m.grouped else self.fold
+        self.fold = self._fold_kernel(m.kf, m.vf)
+        # grouped K: the newest partial group is folded from f32 K rows (and f32 V rows when V has a
+        # residual too): same state, same order
+        self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
         self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=head_dim)
         self.rotate = None
         if m.rotate_k:
@@ -93,9 +94,9 @@ class Attention:
                                      INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)))
         self._qr: Any = None
 
-    def _fold_kernel(self, kf: Any) -> Any:
+    def _fold_kernel(self, kf: Any, vf: Any) -> Any:
         mu, hd = self.mutations, self.head_dim
-        consts = {**format_constants("K", kf, hd), **format_constants("V", self.mode.vf, hd)}
+        consts = {**format_constants("K", kf, hd), **format_constants("V", vf, hd)}
         if kf.per_channel:
             consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
         return self.gpu.kernel(

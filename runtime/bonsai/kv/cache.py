@@ -31,7 +31,7 @@ from . import formats
 from .attention import Attention, Window
 from .errors import KVError, NonFiniteKVError
 from .formats import GROUP
-from .modes import MODES, get_mode, k_view
+from .modes import MODES, Mode, get_mode, k_view
 from .params import ParamCache
 from .quant4 import check_finite
 from .store import GroupStore, Store, k_limit
@@ -71,6 +71,8 @@ class KVCache:
         self.max_positions, self.window = max_positions, window
         self.rw = self.rk  # kept for callers of the single-format API (equal to rv except mixed modes)
         self.rks = self.m.k_store.row_words(head_dim)  # K row words as the store kernel writes them
+        self.rvs = self.m.v_store.row_words(head_dim)  # V row words as the store kernel writes them
+        self.vres = self.m.v_residual  # V of the newest group kept in f32 as well
         self.k_words, self.v_words = n_kv_heads * self.rk, n_kv_heads * self.rv  # one position's rows
         self.pos_words = self.k_words + self.v_words
         self.n_windows = -(-max_positions // window)
@@ -87,10 +89,11 @@ class KVCache:
         self.length = [0] * n_layers  # positions committed to the host master, per layer
         # grouped K: the newest partial group in f32 (host), and the group start it holds
         self._hres = [np.zeros((self.G, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
+        self._hres_v = [np.zeros((self.G, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
         self._hres_start = [0] * n_layers
         self.staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
-        self._stage_pos_words = n_kv_heads * (self.rks + self.rv)
+        self._stage_pos_words = n_kv_heads * (self.rks + self.rvs)
         self._staging_words = staging_positions * n_layers * self._stage_pos_words
         self._staging_flags = staging_positions * n_layers * 2 * n_kv_heads
         self._bind(gpu)
@@ -115,8 +118,17 @@ class KVCache:
         self._res: list[Any] = []
         if self.m.grouped:
             self._group = GroupStore(gpu, self.n_kv, self.head_dim, self._params, self.m.k)
-            self._res = [gpu.upload(r) for r in self._hres]  # [self.G, n_kv, hd] f32 per layer
+            self._res = [gpu.upload(self._residual_words(layer)) for layer in range(self.n_layers)]
+            if self.vres:  # quantises the residual's V rows (read as "K" rows of a K-only store)
+                self._vrows = Store(gpu, self.n_kv, self.head_dim, Mode("v", self.m.v, self.m.v), self._params,
+                                    k_only=True)
+                self._noflags = gpu.buffer(self.G * self.n_kv * 4)
         self._gres_start = list(self._hres_start)
+
+    def _residual_words(self, layer: int) -> np.ndarray:
+        """The GPU residual buffer's contents: K rows [G, n_kv, hd] f32, then V rows when V has one."""
+        parts = [self._hres[layer]] + ([self._hres_v[layer]] if self.vres else [])
+        return np.concatenate([p.ravel() for p in parts])
 
     def _slot(self, layer: int, win: int, current: _Pending | None = None) -> Any:
         """The GPU buffer holding window `win` of `layer`, streamed in from the master if needed.
@@ -166,8 +178,9 @@ class KVCache:
             end = min(pos + n, (win + 1) * self.window)
             slot = self._slot(layer, win, entry)
             row = p - win * self.window
-            self.gpu.copy(self._staging, v_src + (p - pos) * self.v_words * 4, slot,
-                          (self.window * self.k_words + row * self.v_words) * 4, (end - p) * self.v_words * 4)
+            if not self.vres:
+                self.gpu.copy(self._staging, v_src + (p - pos) * self.v_words * 4, slot,
+                              (self.window * self.k_words + row * self.v_words) * 4, (end - p) * self.v_words * 4)
             if not self.m.grouped:
                 self.gpu.copy(self._staging, entry.word * 4 + (p - pos) * self.k_words * 4, slot,
                               row * self.k_words * 4, (end - p) * self.k_words * 4)
@@ -184,10 +197,17 @@ class KVCache:
             g0 = p - p % self.G
             end = min(e.pos + e.n, g0 + self.G)
             self.gpu.copy(self._staging, e.word * 4 + (p - e.pos) * rb, self._res[layer], (p - g0) * rb, (end - p) * rb)
+            if self.vres:
+                v_src = (e.word + e.n * self.n_kv * self.rks) * 4 + (p - e.pos) * rb
+                self.gpu.copy(self._staging, v_src, self._res[layer], (self.G + p - g0) * rb, (end - p) * rb)
             if end == g0 + self.G:
                 win = g0 // self.window
                 slot = self._slot(layer, win, e)
                 self._group.record(self._res[layer], 0, slot, (g0 - win * self.window) * self.k_words)
+                if self.vres:
+                    self._vrows.record(self._res[layer], self._res[layer], self.G, slot,
+                                       self.window * self.k_words + (g0 - win * self.window) * self.v_words,
+                                       self._noflags, 0, src_pos=self.G)
                 self._gres_start[layer] = end
             p = end
 
@@ -200,8 +220,10 @@ class KVCache:
                 raise KVError(f"layer {layer}: append at position {pos} skips positions "
                               f"{self._hres_start[layer]}..{g0 - 1} of a grouped-K cache; append in order")
             self._hres[layer][:] = self._host_group(layer, g0)
+            if self.vres:
+                self._hres_v[layer][:] = formats.decode(self._get(self._v_block(layer), g0, g0 + self.G), self.m.vf)
             self._hres_start[layer] = g0
-        self.gpu.write(self._res[layer], self._hres[layer])
+        self.gpu.write(self._res[layer], self._residual_words(layer))
         self._gres_start[layer] = g0
 
     def sync_host(self) -> None:
@@ -227,7 +249,7 @@ class KVCache:
         for e in pending:
             kn = e.n * self.n_kv * self.rks
             k_rows = data[e.word: e.word + kn].reshape(e.n, self.n_kv, self.rks)
-            v_rows = data[e.word + kn: e.word + e.n * self._stage_pos_words].reshape(e.n, self.n_kv, self.rv)
+            v_rows = data[e.word + kn: e.word + e.n * self._stage_pos_words].reshape(e.n, self.n_kv, self.rvs)
             self._put_host(e.layer, e.pos, k_rows, v_rows)
 
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
@@ -257,6 +279,9 @@ class KVCache:
 
     def _window(self, layer: int, w: int, slot: Any, q_end: int, residual: bool = False) -> Window:
         lo = w * self.window
+        if residual and self.vres:  # K and V rows from the residual buffer (row 0 = q_end)
+            res = self._res[layer]
+            return Window(res, res, q_end, q_end + self.G, q_end, 0, self.G * self.n_kv * self.head_dim, True)
         if residual:  # K rows from the residual buffer (row 0 = q_end), V rows from the slot
             v_off = self.window * self.k_words + (q_end - lo) * self.v_words
             return Window(self._res[layer], slot, q_end, q_end + self.G, q_end, 0, v_off, True)
@@ -289,8 +314,10 @@ class KVCache:
         check_finite(k, f"layer {layer} K")
         if self.m.grouped and np.abs(k).max(initial=0) >= k_limit(self.m.kf):
             raise NonFiniteKVError(f"layer {layer} K: a magnitude beyond the {self.m.k} format's f16 scale; not cached")
+        if self.vres and np.isfinite(v).all() and np.abs(v).max(initial=0) >= k_limit(self.m.vf):
+            raise NonFiniteKVError(f"layer {layer} V: a magnitude beyond the {self.m.v} format's f16 scale; not cached")
         ks = formats.encode(k_view(self.m, k), self.m.k_store, f"layer {layer} K")
-        vs = formats.encode(v, self.m.vf, f"layer {layer} V")
+        vs = formats.encode(v, self.m.v_store, f"layer {layer} V")
         self.sync_host()
         if self.m.grouped and pos - pos % self.G != self._hres_start[layer]:
             self._restart_residual(layer, pos)
@@ -300,7 +327,7 @@ class KVCache:
             if slot is not None:
                 self.gpu.write(slot, self._host[layer][win])
         if self.m.grouped:
-            self.gpu.write(self._res[layer], self._hres[layer])
+            self.gpu.write(self._res[layer], self._residual_words(layer))
             self._gres_start[layer] = self._hres_start[layer]
 
     def _k_block(self, layer: int) -> np.ndarray:
@@ -322,7 +349,8 @@ class KVCache:
 
     def _put_host(self, layer: int, pos: int, k_rows: np.ndarray, v_rows: np.ndarray) -> None:
         n = len(k_rows)
-        self._set(self._v_block(layer), pos, v_rows)
+        if not self.vres:
+            self._set(self._v_block(layer), pos, v_rows)
         if not self.m.grouped:
             self._set(self._k_block(layer), pos, k_rows)
         else:  # f32 K rows: into the residual; every group they fill is quantised into the master
@@ -334,9 +362,14 @@ class KVCache:
                 if g0 != self._hres_start[layer]:
                     raise KVError(f"layer {layer}: rows for position {p} reached the master out of order")
                 self._hres[layer][p - g0: end - g0] = kf[p - pos: end - pos]
+                if self.vres:
+                    self._hres_v[layer][p - g0: end - g0] = np.ascontiguousarray(v_rows[p - pos: end - pos]).view(np.float32)
                 if end == g0 + self.G:
                     self._set(self._k_block(layer), g0, formats.encode(self._hres[layer], self.m.k, f"layer {layer} K"))
                     self._hres[layer][:] = 0
+                    if self.vres:
+                        self._set(self._v_block(layer), g0, formats.encode(self._hres_v[layer], self.m.vf))
+                        self._hres_v[layer][:] = 0
                     self._hres_start[layer] = end
                 p = end
         self.length[layer] = max(self.length[layer], pos + n)
@@ -352,14 +385,19 @@ class KVCache:
         """
         return self._get(self._k_block(layer) if kind == "k" else self._v_block(layer), 0, self.length[layer])
 
-    def residual(self, layer: int) -> tuple[int, np.ndarray]:
-        """Grouped K: (first position, f32 rows [length - first, n_kv, hd]) of the newest partial group."""
+    def residual(self, layer: int, kind: str = "k") -> tuple[int, np.ndarray]:
+        """Grouped K: (first position, f32 rows [length - first, n_kv, hd]) of the newest partial group
+        (kind "v": its V rows, in modes that keep V in the residual too)."""
         start = self._hres_start[layer]
-        return start, self._hres[layer][: max(0, self.length[layer] - start)].copy()
+        rows = self._hres[layer] if kind == "k" else self._hres_v[layer]
+        return start, rows[: max(0, self.length[layer] - start)].copy()
 
     def dequantised(self, layer: int, kind: str) -> np.ndarray:
         """What attention reads for `kind`, as f32 [length, n_kv, hd] (K is rotated in q4r mode)."""
         rows = self.host_rows(layer, kind)
+        if kind == "v" and self.vres:
+            start, res = self.residual(layer, "v")
+            return np.concatenate([formats.decode(rows[:start], self.m.vf), res])
         if kind == "v":
             return formats.decode(rows, self.m.vf)
         if not self.m.grouped:

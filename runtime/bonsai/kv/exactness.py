@@ -75,14 +75,17 @@ def full_groups(mode: str, kv_len: int) -> int:
 
 
 def stored(k: np.ndarray, v: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(K rows, V rows, residual f32 K rows) as the cache holds them after appending every position.
+    """(K rows, V rows, residual) as the cache holds them after appending every position.
 
-    Grouped modes: K of the full groups in c4, the newest partial group as f32 rows (the residual).
+    Grouped modes: K of the full groups in c4/c4a, the newest partial group as f32 rows (the
+    residual: K rows, then V rows in modes that keep V there too; their V rows are not in `V rows`).
     """
     m = get_mode(mode)
     kr = hadamard(k) if m.rotate_k else np.asarray(k, np.float32)
     q_end = full_groups(mode, len(k))
-    return encode(kr[:q_end], m.kf), encode(v, m.vf), encode(kr[q_end:], "f32")
+    v_end = q_end if m.v_residual else len(v)
+    res = [kr[q_end:]] + ([v[q_end:]] if m.v_residual else [])
+    return encode(kr[:q_end], m.kf), encode(v[:v_end], m.vf), encode(np.concatenate(res), "f32")
 
 
 def windows_for(mode: str, kv_len: int, v_pos_words: int, size: int, k_buf: Any, v_buf: Any, res_buf: Any,
@@ -90,11 +93,15 @@ def windows_for(mode: str, kv_len: int, v_pos_words: int, size: int, k_buf: Any,
     """Windows of `size` positions over one whole-cache buffer; grouped modes cut them where the
     f32 residual starts (the residual's rows sit in their own buffer, row 0 = position q_end)."""
     q_end = full_groups(mode, kv_len)
+    m = get_mode(mode)
     wins = []
     for s, e in split(kv_len, size, mutations):
         if s < q_end:
             wins.append(Window(k_buf, v_buf, s, min(e, q_end)))
-        if e > q_end:
+        if e > q_end and m.v_residual:  # V rows follow the residual's K rows (f32, hd words each)
+            n_res_words = (kv_len - q_end) * v_pos_words
+            wins.append(Window(res_buf, res_buf, max(s, q_end), e, q_end, 0, n_res_words, True))
+        elif e > q_end:
             wins.append(Window(res_buf, v_buf, max(s, q_end), e, q_end, 0, q_end * v_pos_words, True))
     return wins
 
@@ -105,14 +112,16 @@ def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations
     q, k, v = case_data(case, seed)
     ks, vs, res = stored(k, v, case.mode)
     att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params, variant)
-    k_buf, v_buf, q_buf = gpu.upload(ks) if ks.size else gpu.buffer(16), gpu.upload(vs), gpu.upload(q)
+    k_buf, q_buf = gpu.upload(ks) if ks.size else gpu.buffer(16), gpu.upload(q)
+    v_buf = gpu.upload(vs) if vs.size else gpu.buffer(16)
     res_buf = gpu.upload(res) if res.size else gpu.buffer(16)
     sizes = [case.kv_len] + [w for w in window_sizes if w != case.kv_len]
     out_bytes = q.nbytes
     outs = gpu.buffer(out_bytes * len(sizes))
     runs = []
     for w in sizes:
-        windows = windows_for(case.mode, case.kv_len, case.n_kv * vs.shape[-1], w, k_buf, v_buf, res_buf, mutations)
+        v_pos_words = case.n_kv * (case.head_dim if get_mode(case.mode).v_residual else vs.shape[-1])
+        windows = windows_for(case.mode, case.kv_len, v_pos_words, w, k_buf, v_buf, res_buf, mutations)
         for i, win in enumerate(windows):
             att.window_params(win, i == 0)
         runs.append((windows, gpu.buffer(att.state_bytes(case.n_q)), gpu.buffer(out_bytes)))
@@ -125,8 +134,13 @@ def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations
     mismatched = [w for w, o in zip(sizes[1:], got[1:], strict=True) if not np.array_equal(o.view(np.uint32), whole)]
     m = get_mode(case.mode)
     qr = hadamard(q) if m.rotate_k else q
-    k_seen = np.concatenate([decode(ks, m.kf).reshape(-1, case.n_kv, case.head_dim), decode(res, "f32")])
-    ref = reference(qr, k_seen, decode(vs, m.vf), case.pos_base)
+    res_rows = decode(res, "f32")
+    n_res = case.kv_len - full_groups(case.mode, case.kv_len)
+    k_seen = np.concatenate([decode(ks, m.kf).reshape(-1, case.n_kv, case.head_dim), res_rows[:n_res]])
+    v_seen = decode(vs, m.vf).reshape(-1, case.n_kv, case.head_dim)
+    if m.v_residual:
+        v_seen = np.concatenate([v_seen, res_rows[n_res:]])
+    ref = reference(qr, k_seen, v_seen, case.pos_base)
     rel = float(np.max(np.abs(got[0] - ref)) / np.max(np.abs(ref)))
     return CaseResult(case, mismatched, rel)
 

@@ -20,6 +20,7 @@ class Mode:
     v: str
     rotate_k: bool = False
     help: str = ""
+    v_residual: bool = False  # grouped modes: V of the newest group kept in f32 too, quantised when it fills
 
     @property
     def kf(self) -> RowFormat:
@@ -44,6 +45,11 @@ class Mode:
         """The format the store kernel writes K in (f32 for grouped K: quantised per group later)."""
         return FORMATS["f32"] if self.grouped else self.kf
 
+    @property
+    def v_store(self) -> RowFormat:
+        """The format the store kernel writes V in (f32 when V has a residual)."""
+        return FORMATS["f32"] if self.v_residual else self.vf
+
     def row_words(self, hd: int) -> tuple[int, int]:
         return self.kf.row_words(hd), self.vf.row_words(hd)
 
@@ -65,6 +71,8 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("k8v4a", "q8", "q4a", help="K 8-bit per row, V 4-bit asymmetric per row (scale and min)"),
     Mode("kc4av4a", "c4a", "q4a", help=f"K 4-bit asymmetric per channel per {2 * GROUP} positions "
                                        "(f32 residual), V 4-bit asymmetric per row"),
+    Mode("q4res", "c4a", "q4a", help=f"kc4av4a with the newest {2 * GROUP}-position group of V in f32 too",
+         v_residual=True),
 )}
 
 
@@ -77,8 +85,8 @@ def get_mode(name: str) -> Mode:
 
 
 def store_rows(mode: Mode, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K rows, V rows) exactly as the store kernel writes them (grouped K: f32, rotation applied)."""
-    return encode(hadamard(k) if mode.rotate_k else k, mode.k_store), encode(v, mode.v)
+    """(K rows, V rows) exactly as the store kernel writes them (grouped K / residual V: f32; rotation applied)."""
+    return encode(hadamard(k) if mode.rotate_k else k, mode.k_store), encode(v, mode.v_store)
 
 
 def k_view(mode: Mode, k: np.ndarray) -> np.ndarray:

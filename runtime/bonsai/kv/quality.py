@@ -9,6 +9,8 @@ already sees it quantised). Reported per mode, for positions up to each context 
 mean KL(f32 || mode) of the next-token distributions, the argmax-change rate, and the bytes per
 layer-position of the runtime's buffers for this model's shape.
 
+Modes that keep V in the residual too (q4res) quantise a group's V rows at the same moment.
+
 Text: `sample_text.TEXT` (Dickens, Darwin, Austen) followed by Python's own reference documentation
 (`pydoc_data.topics`, shipped with CPython), so any install can re-run it.
 """
@@ -62,7 +64,7 @@ def mode_log_probs(model, ids: list[int], mode: Mode) -> Iterator[np.ndarray]:
     def keep_k(layer, k, v):
         if not mode.grouped:
             return row(layer, k, v)
-        return k, roundtrip(v, vf)
+        return k, (v if mode.v_residual else roundtrip(v, vf))
 
     G = mode.group
 
@@ -74,7 +76,11 @@ def mode_log_probs(model, ids: list[int], mode: Mode) -> Iterator[np.ndarray]:
         group = np.concatenate([cache.k[layer][-(G - 1):], k])
         q = roundtrip(group, mode.k)
         cache.k[layer][-(G - 1):] = q[:-1]
-        return q[-1:], roundtrip(v, vf)
+        if not mode.v_residual:
+            return q[-1:], roundtrip(v, vf)
+        vq = roundtrip(np.concatenate([cache.v[layer][-(G - 1):], v]), vf)
+        cache.v[layer][-(G - 1):] = vq[:-1]
+        return q[-1:], vq[-1:]
 
     for i in range(0, len(ids), GROUP):
         n = min(GROUP, len(ids) - i)

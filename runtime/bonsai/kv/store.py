@@ -18,9 +18,8 @@ def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]
 
 
 def k_limit(f: RowFormat) -> float:
-    """|K| at or above which grouped K cannot be quantised (the store kernel flags it); 0: no limit."""
-    if not f.per_channel:
-        return 0.0
+    """|x| at or above which rows kept in f32 for later quantisation to `f` could not be (the store
+    kernel flags them): 65520 for asymmetric formats (the f16 min), else 7 * 65520 (the 4-bit scale)."""
     return 65520.0 if f.asym else 7 * 65520.0
 
 
@@ -34,23 +33,26 @@ def rounding_source() -> str:
 class Store:
     """Records the store kernel for one (n_kv_heads, head_dim, mode); grouped K is stored as f32."""
 
-    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None):
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None,
+                 k_only: bool = False):
         m = get_mode(mode) if isinstance(mode, str) else mode
         self.gpu, self.n_kv, self.head_dim, self.mode = gpu, n_kv, head_dim, m
-        self.k_words, self.v_words = m.k_store.row_words(head_dim), m.vf.row_words(head_dim)
+        self.k_words, self.v_words = m.k_store.row_words(head_dim), m.v_store.row_words(head_dim)
+        self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
         self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
         self.kernel = gpu.kernel(
             "bonsai.kv", "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
             INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)), ROUNDING=rounding_source(),
-            K_LIMIT=f"{k_limit(m.kf):.1f}",  # grouped K: the per-channel scale (and min) must fit f16
-            **format_constants("K", m.k_store, head_dim), **format_constants("V", m.vf, head_dim),
+            K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
+            V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
+            **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
         )
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
                src_pos: int = 0) -> None:
         """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags."""
-        rows = 2 * n * self.n_kv
+        rows = self.halves * n * self.n_kv
         params = self.params.get(n, dst_word, flag_base, src_pos)
         self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], ((rows + 63) // 64,))
 

@@ -24,6 +24,8 @@ const K_ASYM: bool = {{K_ASYM}};   // asymmetric per row: codes 0..15, one word 
 const V_ASYM: bool = {{V_ASYM}};
 const ROTATE_K: bool = {{ROTATE_K}};
 const K_LIMIT: f32 = {{K_LIMIT}};  // f32 K kept for per-channel quantisation: flag |x| >= this (0: none)
+const V_LIMIT: f32 = {{V_LIMIT}};  // f32 V kept in the residual, quantised later: flag |x| >= this (0: none)
+const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 
 {{ROUNDING}}
 
@@ -31,7 +33,7 @@ const K_LIMIT: f32 = {{K_LIMIT}};  // f32 K kept for per-channel quantisation: f
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let half_rows = p.n * N_KV;
     let r = gid.x;
-    if (r >= 2u * half_rows) { return; }
+    if (r >= HALVES * half_rows) { return; }
     let is_v = r >= half_rows;
     let src = (p.src_pos * N_KV + r % half_rows) * HD;
     var x: array<f32, {{HEAD_DIM}}>;
@@ -67,6 +69,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (bits == 32u) {
         for (var j = 0u; j < HD; j = j + 1u) {
             if (!is_v && bad == 0u && K_LIMIT > 0.0 && abs(x[j]) >= K_LIMIT) { bad = 2u; }
+            if (is_v && bad == 0u && V_LIMIT > 0.0 && abs(x[j]) >= V_LIMIT) { bad = 2u; }
         }
         for (var j = 0u; j < HD; j = j + 1u) { dst[out + j] = bitcast<u32>(x[j]); }
         flags[p.flag_base + r] = bad;

@@ -35,7 +35,7 @@ def bits(a):
     return a.view(np.uint32)
 
 
-@pytest.mark.parametrize("mode,window", [("k8v4", 8), ("kc4v4b", 32), ("kc4v4", 64), ("kc4av4a", 64)])
+@pytest.mark.parametrize("mode,window", [("k8v4", 8), ("kc4v4b", 32), ("kc4v4", 64), ("kc4av4a", 64), ("q4res", 64)])
 def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     rng = np.random.default_rng(0)
     k, v = rows(rng, 81, 3), rows(rng, 81)
@@ -44,7 +44,11 @@ def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     cache.sync_host()
     m = cache.m
     assert cache.length == [0, 81]
-    assert np.array_equal(cache.host_rows(1, "v"), formats.encode(v, m.v))
+    if m.v_residual:  # V of the newest group is f32 in the residual, the full group quantised
+        assert np.array_equal(cache.host_rows(1, "v")[:64], formats.encode(v[:64], m.v))
+        assert np.array_equal(bits(cache.residual(1, "v")[1]), bits(v[64:]))
+    else:
+        assert np.array_equal(cache.host_rows(1, "v"), formats.encode(v, m.v))
     if m.grouped:
         assert np.array_equal(cache.host_rows(1, "k")[:64], formats.encode(k[:64], m.k))
         start, res = cache.residual(1)
@@ -57,45 +61,58 @@ def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
 
 
-def test_grouped_streamed_and_restored_windows_give_the_resident_bits(gpu):
+@pytest.mark.parametrize("mode", ["kc4v4b", "q4res"])
+def test_grouped_streamed_and_restored_windows_give_the_resident_bits(gpu, mode):
     from bonsai.gpu.device import Gpu
 
     rng = np.random.default_rng(1)
-    k, v = rows(rng, 100), rows(rng, 100)
+    k, v = rows(rng, 150), rows(rng, 150)
     q = rng.standard_normal((3, N_HEADS, HD)).astype(np.float32)
-    resident = KVCache(gpu, 2, N_KV, HD, 128, mode="kc4v4b", window=32)
-    streamed = KVCache(gpu, 2, N_KV, HD, 128, mode="kc4v4b", window=32, vram_budget=resident.slot_bytes + 7)
+    resident = KVCache(gpu, 2, N_KV, HD, 192, mode=mode, window=64)
+    streamed = KVCache(gpu, 2, N_KV, HD, 192, mode=mode, window=64, vram_budget=resident.slot_bytes + 7)
     for cache in (resident, streamed):
         for layer in range(2):
-            fill(gpu, cache, layer, k if layer else v, v if layer else k, [16, 50, 34])
+            fill(gpu, cache, layer, k if layer else v, v if layer else k, [16, 50, 34, 50])
         cache.sync_host()
-    outs = [attend(gpu, c, layer, q, 97) for c in (resident, streamed) for layer in range(2)]
+    outs = [attend(gpu, c, layer, q, 147) for c in (resident, streamed) for layer in range(2)]
     assert np.array_equal(bits(outs[0]), bits(outs[2])) and np.array_equal(bits(outs[1]), bits(outs[3]))
     assert streamed.streamed_windows > 0 and resident.streamed_windows == 0
     resident.restore(Gpu.create())
-    assert np.array_equal(bits(attend(resident.gpu, resident, 1, q, 97)), bits(outs[1]))
+    assert np.array_equal(bits(attend(resident.gpu, resident, 1, q, 147)), bits(outs[1]))
+    ref = reference(q, resident.dequantised(1, "k"), resident.dequantised(1, "v"), 147)
+    assert np.max(np.abs(outs[1] - ref)) <= 1e-5 * np.max(np.abs(ref))
 
 
-def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attention_read(gpu):
+@pytest.mark.parametrize("mode", ["kc4v4", "q4res"])
+def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attention_read(gpu, mode):
     rng = np.random.default_rng(2)
-    k, v = rows(rng, 80), rows(rng, 80)
-    k2, v2 = rows(rng, 80, 2), rows(rng, 80)
-    cache = KVCache(gpu, 1, N_KV, HD, 96, mode="kc4v4", window=32)
-    fill(gpu, cache, 0, k, v, [70])
+    G = 32 if mode == "kc4v4" else 64
+    k, v = rows(rng, 3 * G), rows(rng, 3 * G)
+    k2, v2 = rows(rng, 3 * G, 2), rows(rng, 3 * G)
+    cache = KVCache(gpu, 1, N_KV, HD, 3 * G, mode=mode, window=G)
+    fill(gpu, cache, 0, k, v, [2 * G + 6])
     cache.sync_host()
-    seen = cache.dequantised(0, "k")[32:40].copy()  # group 1 was quantised: these are the values read
-    fill(gpu, cache, 0, k2, v2, [10], pos=40)  # rewind to 40, overwrite 40..49
+    r = G + 8  # rewind into group 1, which was quantised: its first 8 rows restart from what attention read
+    seen_k = cache.dequantised(0, "k")[G:r].copy()
+    seen_v = cache.dequantised(0, "v")[G:r].copy()
+    fill(gpu, cache, 0, k2, v2, [10], pos=r)  # overwrite r..r+9
     cache.sync_host()
     start, res = cache.residual(0)
-    assert start == 32 and np.array_equal(bits(res[:8]), bits(seen)) and np.array_equal(bits(res[8:18]), bits(k2[40:50]))
+    assert start == G and np.array_equal(bits(res[:8]), bits(seen_k)) and np.array_equal(bits(res[8:18]), bits(k2[r:r + 10]))
+    if cache.m.v_residual:
+        assert np.array_equal(bits(cache.residual(0, "v")[1][:8]), bits(seen_v))
     q = rng.standard_normal((1, N_HEADS, HD)).astype(np.float32)
-    got = attend(gpu, cache, 0, q, 49)
-    kk = np.concatenate([cache.dequantised(0, "k")[:32], res[:18]])
-    ref = reference(q, kk, cache.dequantised(0, "v")[:50], 49)
+    got = attend(gpu, cache, 0, q, r + 9)
+    kk = np.concatenate([cache.dequantised(0, "k")[:G], res[:18]])
+    ref = reference(q, kk, cache.dequantised(0, "v")[: r + 10], r + 9)
     assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
-    fill(gpu, cache, 0, k2, v2, [30], pos=50)  # refill group 1 and go on: quantised from the residual
+    fill(gpu, cache, 0, k2, v2, [G], pos=r + 10)  # refill group 1 and go on: quantised from the residual
     cache.sync_host()
-    assert np.array_equal(cache.host_rows(0, "k")[32:64], formats.encode(np.concatenate([seen, k2[40:64]]), "c4"))
+    want = formats.encode(np.concatenate([seen_k, k2[r: 2 * G]]), cache.m.k)
+    assert np.array_equal(cache.host_rows(0, "k")[G: 2 * G], want)
+    if cache.m.v_residual:
+        want_v = formats.encode(np.concatenate([seen_v, v2[r: 2 * G]]), cache.m.v)
+        assert np.array_equal(cache.host_rows(0, "v")[G: 2 * G], want_v)
 
 
 def test_grouped_modes_refuse_unaligned_windows_and_oversized_k(gpu):
