@@ -12,9 +12,10 @@ stored element with scales, head_dim 64:
     kc4v4b   K as kc4v4, V q4b                                                    4.5
     kc4av4a  K 4-bit asymmetric per channel over groups of 64 positions,
              V 4-bit asymmetric per row (f16 scale and min)                      4.5
-Grouped-K modes (kc4*) keep the newest partial group as f32 rows (the residual, one small buffer
-per layer) and quantise a group when its last position is appended; windows must be multiples of
-the group (32 or 64 positions). Which mode to pick: `bonsai measure kv4` prints the measured
+    q4res    kc4av4a, and V of the newest group kept in f32 as well               4.5
+Grouped-K modes (kc4*, q4res) keep the newest partial group's K (q4res: K and V) as f32 rows (the
+residual, one small buffer per layer: 2 x 64 x n_kv x head_dim x 4 bytes for q4res) and quantise
+the group when its last position is appended; windows must be multiples of the group (32 or 64). Which mode to pick: `bonsai measure kv4` prints the measured
 quality table (perplexity, KL and argmax changes against f32 on real text).
 
 Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-major f32):
