@@ -113,10 +113,10 @@ def test_every_mode_keeps_windowed_equal_to_whole_cache(gpu, variant):
     assert full_groups("kc4v4", 40) == 32 and full_groups("k8v4", 40) == 40
 
 
-@pytest.mark.parametrize("mode", ["kc4v4b", "kc4av4a"])
-def test_grouped_mode_every_window_size(gpu, mode):
-    # 70 positions: 64 quantised (two c4 groups, one c4a group) and an f32 residual
-    results = run_matrix(gpu, matrix(70, modes=(mode,), head_dims=(64, 128), prefill=16), variant="serial")
+@pytest.mark.parametrize("mode,hd", [("kc4v4b", 128), ("q4res", 64)])
+def test_grouped_mode_every_window_size(gpu, mode, hd):
+    # 70 positions: 64 quantised (two c4 groups, one c4a group) and an f32 residual (q4res: K and V)
+    results = run_matrix(gpu, matrix(70, modes=(mode,), head_dims=(hd,), prefill=16), variant="serial")
     bad = [r.describe() for r in results if not r.ok]
     assert not bad, "\n".join(bad)
 
