@@ -65,6 +65,9 @@ class GpuModel:
         g.write(a.ids, np.asarray(ids, np.uint32))
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
                                        c.n_heads, c.rms_eps))
+        prepare = getattr(self.cache, "prepare", None)
+        if prepare is not None:  # the step's position-dependent KV parameters, written before recording
+            prepare(pos, t, c.n_heads)
         e = self.w.embed
         mm.dispatch_embed(g, e, a.ids, a.x, self.params(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
         norm_prm = self.params(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))

@@ -97,10 +97,16 @@ class Gpu:
         return self.device.create_buffer(size=max(16, _round_up(nbytes, 4)), usage=usage)
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
-        """A new buffer holding `data` (bytes, memoryview or a numpy array)."""
+        """A new buffer holding `data` (bytes, memoryview or a numpy array).
+
+        No flush: no dispatch recorded so far can use a buffer that did not exist, and the queue
+        write lands before the open encoder's work is submitted, so recording is not split.
+        """
         view = memoryview(data).cast("B")
         buf = self.buffer(view.nbytes, uniform=uniform)
-        self.write(buf, view)
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        self.queue.write_buffer(buf, 0, view)
         return buf
 
     def write(self, buf: Any, data: Any, offset: int = 0) -> None:
@@ -110,6 +116,44 @@ class Gpu:
         if view.nbytes % 4:
             view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
         self.queue.write_buffer(buf, offset, view)
+
+    def write_staged(self, buf: Any, data: Any, offset: int = 0, threads: int = 4) -> None:
+        """`write` for large blocks: host bytes go through a ring of mapped staging buffers, filled by
+        `threads` threads at once (numpy copies release the GIL), then copied on the GPU.
+
+        Same ordering as `write` (after every dispatch recorded so far); same bytes land. The
+        single-threaded host copy inside `queue.write_buffer` is what bounds plain writes.
+        """
+        import numpy as np
+
+        src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if src.nbytes % 4 or src.nbytes < (1 << 20):
+            self.write(buf, data, offset)
+            return
+        self.flush()
+        ring = self._staging_ring()
+        chunk = ring.chunk
+        for start in range(0, src.nbytes, chunk):
+            piece = src[start: start + chunk]
+            stage = ring.next()
+            dst = np.frombuffer(stage._experimental_get_mapped_range(0, piece.nbytes), np.uint8)
+            step = -(-piece.nbytes // threads // 4096) * 4096
+            parts = [(dst[i: i + step], piece[i: i + step]) for i in range(0, piece.nbytes, step)]
+            if len(parts) > 1:
+                list(ring.pool.map(lambda pr: np.copyto(pr[0], pr[1]), parts))
+            else:
+                np.copyto(dst, piece)
+            del dst, parts
+            stage.unmap()
+            enc = self.device.create_command_encoder()
+            enc.copy_buffer_to_buffer(stage, 0, buf, offset + start, piece.nbytes)
+            self.queue.submit([enc.finish()])
+            ring.submitted(stage)
+
+    def _staging_ring(self) -> _StagingRing:
+        if not hasattr(self, "_ring"):
+            self._ring = _StagingRing(self)
+        return self._ring
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
@@ -192,6 +236,32 @@ class Gpu:
         if self._pass is not None:
             self._pass.end()
             self._pass = None
+
+
+class _StagingRing:
+    """MAP_WRITE staging buffers used in turn; one is re-mapped (waiting for its last copy) when reused."""
+
+    def __init__(self, gpu: Gpu, count: int = 4, chunk: int = 16 << 20, threads: int = 8) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        U = gpu._wgpu.BufferUsage
+        self.gpu, self.chunk = gpu, chunk
+        self.bufs = [gpu.device.create_buffer(size=chunk, usage=U.MAP_WRITE | U.COPY_SRC, mapped_at_creation=True)
+                     for _ in range(count)]
+        self.mapped = [True] * count
+        self.i = 0
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+
+    def next(self) -> Any:
+        j = self.i
+        self.i = (self.i + 1) % len(self.bufs)
+        if not self.mapped[j]:
+            self.bufs[j].map_sync(self.gpu._wgpu.MapMode.WRITE)  # waits for the copy that last read it
+            self.mapped[j] = True
+        return self.bufs[j]
+
+    def submitted(self, buf: Any) -> None:
+        self.mapped[self.bufs.index(buf)] = False
 
 
 def _round_up(n: int, multiple: int) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from .formats import FORMATS, GROUP
 from .modes import Mode, get_mode
 from .params import ParamCache
+from .stepparams import StepParams
 from .store import _f32_literal, format_constants
 
 
@@ -73,13 +74,16 @@ class Attention:
 
     def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str | Mode,
                  mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None,
-                 variant: str = "auto") -> None:
+                 variant: str = "auto", step: StepParams | None = None) -> None:
         m = get_mode(mode) if isinstance(mode, str) else mode
         if n_heads % n_kv:
             raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv})")
         self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, m
         self.mutations = mutations
         self.params = params or ParamCache(gpu)
+        # step: call and window parameters in buffers rewritten per call (bind groups reused across
+        # decode steps); None: one immutable buffer per distinct content (ParamCache)
+        self.step = step
         self.variant = default_variant(gpu) if variant == "auto" else variant
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
@@ -114,10 +118,15 @@ class Attention:
         if self.mutations.pos_base_zero:
             pos_base = 0
         scale = float(np.float32(1.0 / np.sqrt(self.head_dim)))
+        if self.step is not None:
+            return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
 
-    def window_params(self, win: Window, first: bool) -> Any:
-        """The (cached) descriptor buffer of one window."""
+    def window_params(self, win: Window, first: bool, index: int | None = None) -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`)."""
+        if self.step is not None and index is not None:
+            return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
+                                 int(first), 0, 0)
         return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, int(first), 0, 0)
 
     def begin(self, q_buf: Any, pos_base: int, n_q: int) -> Any:
@@ -131,9 +140,10 @@ class Attention:
         self.gpu.dispatch(self.rotate, [params, q_buf, self._qr], (_groups(n_q * self.n_heads),))
         return self._qr
 
-    def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool) -> None:
+    def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
+                    index: int | None = None) -> None:
         """Fold the positions of `win` into `state` (windows must come in increasing order)."""
-        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first)
+        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
         n = n_q * self.n_heads
         if self.variant == "serial":  # one invocation per (token, head)
             groups: tuple[int, ...] = (_groups(n),)
@@ -151,10 +161,10 @@ class Attention:
                windows: list[Window]) -> None:
         """Record the whole call: fold every window in order, then finalize."""
         for i, win in enumerate(windows):  # create parameter buffers before recording dispatches
-            self.window_params(win, i == 0)
+            self.window_params(win, i == 0, i)
         q = self.begin(q_buf, pos_base, n_q)
         for i, win in enumerate(windows):
-            self.fold_window(q, state, pos_base, n_q, win, i == 0)
+            self.fold_window(q, state, pos_base, n_q, win, i == 0, i)
         self.finish(state, out_buf, pos_base, n_q)
 
 

@@ -34,6 +34,8 @@ from .formats import GROUP
 from .modes import MODES, Mode, get_mode, k_view
 from .params import ParamCache
 from .quant4 import check_finite
+from .scatter import Scatter
+from .stepparams import StepParams
 from .store import GroupStore, Store, k_limit
 
 
@@ -103,6 +105,8 @@ class KVCache:
         """(Re)create every GPU object on `gpu`; the host master is untouched."""
         self.gpu = gpu
         self._params = ParamCache(gpu)
+        self._step = StepParams(gpu)  # per-step words (positions) in buffers that keep their bind groups
+        self._scatter = Scatter(gpu, self._params, self._step)
         self._store = Store(gpu, self.n_kv, self.head_dim, self.m, self._params)
         self._attn: dict[int, Attention] = {}
         self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # LRU, oldest first
@@ -178,12 +182,12 @@ class KVCache:
             end = min(pos + n, (win + 1) * self.window)
             slot = self._slot(layer, win, entry)
             row = p - win * self.window
-            if not self.vres:
-                self.gpu.copy(self._staging, v_src + (p - pos) * self.v_words * 4, slot,
-                              (self.window * self.k_words + row * self.v_words) * 4, (end - p) * self.v_words * 4)
-            if not self.m.grouped:
-                self.gpu.copy(self._staging, entry.word * 4 + (p - pos) * self.k_words * 4, slot,
-                              row * self.k_words * 4, (end - p) * self.k_words * 4)
+            # one dispatch in the compute pass (a buffer copy would end the pass): K and V rows -> slot
+            n_v = 0 if self.vres else (end - p) * self.v_words
+            n_k = 0 if self.m.grouped else (end - p) * self.k_words
+            self._scatter.record(self._staging, entry.word + (p - pos) * self.k_words, n_k,
+                                 v_src // 4 + (p - pos) * self.v_words, n_v, slot,
+                                 row * self.k_words, self.window * self.k_words + row * self.v_words)
             p = end
         if self.m.grouped:
             self._append_residual(layer, entry)
@@ -260,6 +264,19 @@ class KVCache:
         need = att.state_bytes(n_q)
         if self._state is None or self._state.size < need:
             self._state = self.gpu.buffer(need)
+        q_end, wins = self._windows(layer, kv_len)
+        for i, desc in enumerate(wins):  # parameter buffers first, so recording is not split
+            att.window_params(desc, i == 0, i)
+        att.call_params(pos_base, n_q)
+        q = att.begin(q_buf, pos_base, n_q)
+        for i, desc in enumerate(wins):
+            w = desc.start // self.window
+            win = self._window(layer, w, self._slot(layer, w), q_end, residual=desc.residual)
+            att.fold_window(q, self._state, pos_base, n_q, win, i == 0, i)
+        att.finish(self._state, out_buf, pos_base, n_q)
+
+    def _windows(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
+        """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now."""
         # grouped K: positions from the residual's group start on are f32 rows in the residual buffer
         q_end = min(kv_len, self._gres_start[layer]) if self.m.grouped else kv_len
         n_win = -(-q_end // self.window)
@@ -267,15 +284,22 @@ class KVCache:
         if q_end < kv_len:
             wins.append(self._window(layer, q_end // self.window, self._resident.get((layer, q_end // self.window)),
                                      q_end, residual=True))
-        for i, desc in enumerate(wins):  # parameter buffers first, so recording is not split
-            att.window_params(desc, i == 0)
-        att.call_params(pos_base, n_q)
-        q = att.begin(q_buf, pos_base, n_q)
+        return q_end, wins
+
+    def prepare(self, pos: int, n: int, n_heads: int) -> None:
+        """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
+        its per-step parameters now, so recording the step writes nothing and stays one compute pass.
+
+        Optional: without it the same writes happen during recording (correct, one more submit each).
+        """
+        self._check_range(0, pos, n)
+        row = pos % self.window  # where the first window piece of every layer's append lands
+        self._scatter.dst_words(row * self.k_words, self.window * self.k_words + row * self.v_words)
+        att = self._attention(n_heads)
+        _, wins = self._windows(0, pos + n)
         for i, desc in enumerate(wins):
-            w = desc.start // self.window
-            win = self._window(layer, w, self._slot(layer, w), q_end, residual=desc.residual)
-            att.fold_window(q, self._state, pos_base, n_q, win, i == 0)
-        att.finish(self._state, out_buf, pos_base, n_q)
+            att.window_params(desc, i == 0, i)
+        att.call_params(pos, n)
 
     def _window(self, layer: int, w: int, slot: Any, q_end: int, residual: bool = False) -> Window:
         lo = w * self.window
@@ -293,7 +317,7 @@ class KVCache:
             if n_heads % self.n_kv:
                 raise KVError(f"n_heads={n_heads} is not a multiple of the cache's n_kv_heads={self.n_kv}")
             att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.m,
-                                                   params=self._params, variant=self.variant)
+                                                   params=self._params, variant=self.variant, step=self._step)
         return att
 
     def restore(self, new_gpu: Any) -> None:
