@@ -48,26 +48,74 @@ class _CountingQueue:
         return getattr(self._q, name)
 
 
+def count_passes(gpu):
+    """Count compute passes ended (a pass ends at a submit or at a buffer copy)."""
+    box = [0]
+    real = gpu._end_pass
+
+    def counted():
+        if gpu._pass is not None:
+            box[0] += 1
+        real()
+
+    gpu._end_pass = counted
+    return box
+
+
+def dispatch_cost_us(gpu, n=2000):
+    """Python-side cost of recording one dispatch in a shared pass (cached pipeline and bind group)."""
+    import numpy as np
+
+    k = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=64)
+    prm = gpu.upload(np.array([0, 0, 1, 1, 0, 0, 0, 0], np.uint32))  # n_q * n_heads = 0: no work
+    st, out = gpu.buffer(1024), gpu.buffer(1024)
+    gpu.dispatch(k, [prm, st, out], 1)
+    gpu.wait()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        gpu.dispatch(k, [prm, st, out], 1)
+    dt = time.perf_counter() - t0
+    gpu.wait()
+    gpu.dispatch_count -= n + 1
+    return dt / n * 1e6
+
+
 def bench_gpu(a, ids):
     engine = Engine.load(a.model, kv=a.kv, window=a.window, progress=False)
+    engine.model.submit_every = a.submit_every
     engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups
     engine.reset()
-    q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
+    pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
+    engine.prefill(pf_ids, want="token")  # warm-up at this length (parameter buffers), then timed
+    engine.reset()
     t0 = time.perf_counter()
-    engine.prefill(ids, want="token")
+    engine.prefill(pf_ids, want="token")
     prefill_s = time.perf_counter() - t0
+    engine.reset()
+    q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
+    passes = count_passes(engine.gpu)
+    engine.prefill(ids, want="token")
     tok = engine.model.read_token()
-    d0, s0, w0, r0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads
+    d0, s0, w0, r0, p0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads, passes[0]
     t0 = time.perf_counter()
     for _ in range(a.new_tokens):
         tok = engine._step([tok], all_logits=False, want="token")
     decode_s = time.perf_counter() - t0
     n = a.new_tokens
+    cost = dispatch_cost_us(engine.gpu)
+    disp = (engine.gpu.dispatch_count - d0) / n
     return {
-        "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv})",
+        "prefill_tokens": len(pf_ids),
+        "context_at_decode": f"{len(ids)}..{len(ids) + n}",
+        "passes_per_token": (passes[0] - p0) / n,
+        "dispatch_cost_us": cost,
+        "floor_tok_s": 1e6 / (disp * cost),
+
+        "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
+                  + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
         "prefill_tok_s": len(ids) / prefill_s,
         "decode_tok_s": n / decode_s,
-        "dispatches_per_token": (engine.gpu.dispatch_count - d0) / n,
+        "dispatches_per_token": disp,
         "submits_per_token": (q.submits - s0) / n,
         "writes_per_token": (q.writes - w0) / n,
         "reads_per_token": (q.reads - r0) / n,
@@ -75,6 +123,8 @@ def bench_gpu(a, ids):
 
 
 def bench_reference(a, ids):
+    if a.prefill_tokens != len(ids):
+        ids = ids[: a.prefill_tokens] if a.prefill_tokens < len(ids) else ids
     m = ReferenceModel(resolve_model(a.model))
     m.forward(ids[:2])  # dequantise and cache every weight outside the timing
     cache = m.new_cache()
@@ -100,18 +150,22 @@ def bench_hf(a, ids):
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
                                                  torch_dtype=torch.float32).to(dev).eval()
     x = torch.tensor([ids], device=dev)
+    pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
+    xp = torch.tensor([pf_ids], device=dev)
 
     def sync():
         if dev == "cuda":
             torch.cuda.synchronize()
 
     with torch.no_grad():
-        model(x)  # warm-up
+        model(xp)  # warm-up
         sync()
         t0 = time.perf_counter()
+        model(xp, use_cache=True)
+        sync()
+        prefill_s = (time.perf_counter() - t0)
         out = model(x, use_cache=True)
         sync()
-        prefill_s = time.perf_counter() - t0
         pkv, tok = out.past_key_values, out.logits[0, -1].argmax()
         t0 = time.perf_counter()
         for _ in range(a.new_tokens):
@@ -119,7 +173,7 @@ def bench_hf(a, ids):
             pkv, tok = out.past_key_values, out.logits[0, -1].argmax()
         sync()
         decode_s = time.perf_counter() - t0
-    return {"engine": f"HF transformers {dev} float32 (eager)", "prefill_tok_s": len(ids) / prefill_s,
+    return {"engine": f"HF transformers {dev} float32 (eager)", "prefill_tok_s": len(pf_ids) / prefill_s,
             "decode_tok_s": a.new_tokens / decode_s}
 
 
@@ -128,12 +182,17 @@ def main() -> None:
     p.add_argument("--model", default=None)
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=16)
+    p.add_argument("--prefill-tokens", type=int, default=None, help="prefill timing length (default: prompt)")
+    p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
     p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
     p.add_argument("--window", type=int, default=256)
     p.add_argument("--no-reference", action="store_true")
+    p.add_argument("--submit-every", type=int, default=0, help="submit every N layers (0: once per step)")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()
+    if a.prefill_tokens is None:
+        a.prefill_tokens = a.prompt_tokens
     from bonsai.gguf import GGUFReader
     from bonsai.tokenizer import Tokenizer
 
@@ -146,10 +205,23 @@ def main() -> None:
         rows.append(bench_hf(a, ids))
     print(f"model {resolve_model(a.model).name}: prompt {len(ids)} tokens, {a.new_tokens} decoded, "
           f"{platform.node()}")
-    print(f"{'engine':58} {'prefill tok/s':>13} {'decode tok/s':>12} {'disp/tok':>8} {'submit/tok':>10}")
+    if a.label:
+        rows[0]["engine"] = f"{a.label}: {rows[0]['engine']}"
+    g = rows[0]
+    print(f"prefill timed at {a.prefill_tokens} tokens; decode at context {g['context_at_decode']}")
+    print(f"{'engine':58} {'prefill tok/s':>13} {'decode tok/s':>12} {'disp/tok':>8} {'submit/tok':>10} "
+          f"{'pass/tok':>8} {'write/tok':>9} {'read/tok':>8}")
+    nan = float("nan")
     for r in rows:
         print(f"{r['engine'][:58]:58} {r['prefill_tok_s']:13.2f} {r['decode_tok_s']:12.2f} "
-              f"{r.get('dispatches_per_token', float('nan')):8.1f} {r.get('submits_per_token', float('nan')):10.1f}")
+              f"{r.get('dispatches_per_token', nan):8.1f} {r.get('submits_per_token', nan):10.1f} "
+              f"{r.get('passes_per_token', nan):8.1f} {r.get('writes_per_token', nan):9.1f} "
+              f"{r.get('reads_per_token', nan):8.1f}")
+    print(f"floor (dispatches/token x {g['dispatch_cost_us']:.2f} us per dispatch): {g['floor_tok_s']:.1f} tok/s; "
+          f"bonsai decode is {g['floor_tok_s'] / g['decode_tok_s']:.2f}x below it")
+    for r in rows[1:]:
+        print(f"bonsai / {r['engine'][:40]}: decode {g['decode_tok_s'] / r['decode_tok_s']:.2f}x, "
+              f"prefill {g['prefill_tok_s'] / r['prefill_tok_s']:.2f}x")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"model": str(resolve_model(a.model)), "prompt_tokens": len(ids),

@@ -26,7 +26,8 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) 
     """Decode attention over `context` positions: seconds per call and cache GB/s read."""
     rng = np.random.default_rng(0)
     probe = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window)
-    budget = 2 * probe.slot_bytes if streamed else None
+    n_slots = max(1, int(probe.n_windows * a.budget_frac))
+    budget = n_slots * probe.slot_bytes if streamed else None
     cache = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window, vram_budget=budget)
     chunk = min(a.context, 4096)
     for pos in range(0, a.context, chunk):
@@ -43,7 +44,9 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) 
     gpu.wait()
     dt = (time.perf_counter() - t0) / a.repeats
     kv_bytes = cache.bytes_per_position() * a.context
-    return {"kind": "attention", "mode": mode, "windows": "streamed" if streamed else "resident",
+    streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1)
+    return {"kind": "attention", "mode": mode, "windows": f"streamed {a.budget_frac:g}" if streamed else "resident",
+            "slot_bytes": cache.slot_bytes, "streamed_bytes_per_call": streamed_bytes,
             "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
             "bytes_per_position": cache.bytes_per_position(), "residual_bytes": cache.residual_bytes(),
             "bits_per_element": MODES[mode].bits_per_element(a.head_dim)}
@@ -92,6 +95,23 @@ def bench_mapped_ring(gpu: Gpu, a: argparse.Namespace, chunk: int) -> dict:
             "GBps": total / dt / 1e9}
 
 
+def bench_write_staged(gpu: Gpu, a: argparse.Namespace, chunk: int, threads: int) -> dict:
+    """Gpu.write_staged (threaded copies into a ring of mapped staging buffers) in `chunk`-byte pieces."""
+    total = a.upload_mb << 20
+    data = np.random.default_rng(1).integers(0, 2**32, total // 4, dtype=np.uint32)
+    dst = gpu.buffer(total)
+    gpu.write_staged(dst, data[: chunk // 4], threads=threads)
+    gpu.wait()
+    t0 = time.perf_counter()
+    for off in range(0, total, chunk):
+        gpu.write_staged(dst, data[off // 4: (off + chunk) // 4], off, threads=threads)
+    gpu.wait()
+    dt = time.perf_counter() - t0
+    ok = np.array_equal(np.frombuffer(gpu.read(dst, 1 << 20, total - (1 << 20)), np.uint32), data[-(1 << 18):])
+    return {"kind": "upload", "path": f"write_staged {threads}t {chunk >> 10} KiB", "bytes": total,
+            "GBps": total / dt / 1e9, "verified": ok}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--context", type=int, default=512, help="cached positions (query at context-1)")
@@ -104,6 +124,9 @@ def main() -> None:
     p.add_argument("--upload-mb", type=int, default=32, help="bytes moved per upload path")
     p.add_argument("--chunk-kb", type=int, nargs="+", default=[64, 1024, 8192], help="upload piece sizes")
     p.add_argument("--ring", type=int, default=4, help="staging buffers in the mapped ring")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 4, 8], help="write_staged host threads")
+    p.add_argument("--budget-frac", type=float, default=0.25, help="streamed: VRAM budget / cache size")
+    p.add_argument("--label", default="", help="printed with the table (e.g. the code version)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_bench.json"))
     a = p.parse_args()
     gpu = Gpu.create()
@@ -115,14 +138,22 @@ def main() -> None:
         chunk = min(kb << 10, a.upload_mb << 20)
         rows.append(bench_write_buffer(gpu, a, chunk))
         rows.append(bench_mapped_ring(gpu, a, chunk))
-    print(f"device: {gpu.description}")
+        if hasattr(gpu, "write_staged"):
+            for th in a.threads:
+                rows.append(bench_write_staged(gpu, a, chunk, th))
+    print(f"{a.label} device: {gpu.description}")
     print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
           f"window {a.window}")
-    print(f"{'mode':<8} {'windows':<9} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} {'bits/el':>7}")
+    print(f"{'mode':<8} {'windows':<14} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} {'bits/el':>7} "
+          f"{'vs resident':>11} {'vs f32':>7} {'MB streamed':>11}")
+    res = {r["mode"]: r["seconds_per_call"] for r in rows if r["kind"] == "attention" and r["windows"] == "resident"}
     for r in rows:
         if r["kind"] == "attention":
-            print(f"{r['mode']:<8} {r['windows']:<9} {r['seconds_per_call'] * 1e3:>9.2f} {r['cache_GBps']:>10.3f} "
-                  f"{r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f}")
+            rel = r["seconds_per_call"] / res.get(r["mode"], float("nan"))
+            f32 = r["seconds_per_call"] / res.get("f32", float("nan"))
+            print(f"{r['mode']:<8} {r['windows']:<14} {r['seconds_per_call'] * 1e3:>9.3f} {r['cache_GBps']:>10.3f} "
+                  f"{r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f} {rel:>11.2f} {f32:>7.2f} "
+                  f"{r['streamed_bytes_per_call'] / 1e6:>11.1f}")
     print(f"upload: {a.upload_mb} MiB per path")
     print(f"{'path':<28} {'GB/s':>8}")
     for r in rows:

@@ -52,6 +52,9 @@ class GpuModel:
         self.act = Activations(gpu, cfg, batch)
         self.params = Params(gpu)
         self.rope = gpu.buffer(48)  # RoPE params, rewritten each step: the position changes
+        # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
+        # first layers while Python still records the rest
+        self.submit_every = 0
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
@@ -72,6 +75,8 @@ class GpuModel:
         mm.dispatch_embed(g, e, a.ids, a.x, self.params(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
         norm_prm = self.params(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
         for layer, lw in enumerate(self.w.layers):
+            if self.submit_every and layer and layer % self.submit_every == 0:
+                g.flush()
             rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch
                 m = lw.qkv[0]

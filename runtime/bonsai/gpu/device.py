@@ -127,7 +127,7 @@ class Gpu:
         import numpy as np
 
         src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        if src.nbytes % 4 or src.nbytes < (1 << 20):
+        if src.nbytes % 4 or src.nbytes < (64 << 10):
             self.write(buf, data, offset)
             return
         self.flush()
@@ -139,7 +139,7 @@ class Gpu:
             dst = np.frombuffer(stage._experimental_get_mapped_range(0, piece.nbytes), np.uint8)
             step = -(-piece.nbytes // threads // 4096) * 4096
             parts = [(dst[i: i + step], piece[i: i + step]) for i in range(0, piece.nbytes, step)]
-            if len(parts) > 1:
+            if len(parts) > 1 and piece.nbytes >= (1 << 20):
                 list(ring.pool.map(lambda pr: np.copyto(pr[0], pr[1]), parts))
             else:
                 np.copyto(dst, piece)

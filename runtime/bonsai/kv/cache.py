@@ -153,7 +153,8 @@ class KVCache:
         else:
             _, buf = self._resident.popitem(last=False)
         if win * self.window < self.length[layer]:
-            self.gpu.write(buf, self._host[layer][win])
+            # large windows: the threaded mapped-staging path where the backend has one (same bytes land)
+            getattr(self.gpu, "write_staged", self.gpu.write)(buf, self._host[layer][win])
             self.streamed_windows += 1
         self._resident[key] = buf
         return buf

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Speed runs on the GPU machine (../shared/device/README.md), before and after side by side.
+# Sent with carry [.gl, .whl, .before, .model/partNN]; `.before` is `git archive BASE runtime/bonsai`.
+#   bench/device_run.sh kv      # call 1: sends .model/part00 (kept in /root/m), verify + kv_bench
+#   bench/device_run.sh decode  # call 2, at once: sends part01, joins the GGUF, decode_bench (+ HF)
+set -u
+for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
+export XDG_RUNTIME_DIR=$PWD/.site PYTHONUNBUFFERED=1
+AFTER=$PWD/.site:$PWD/runtime
+BEFORE=$PWD/.site:$PWD/.before/runtime
+OUT=${OUT:-/tmp/out}
+mkdir -p /root/m "$OUT"
+case "$1" in
+kv)
+  cp .model/part00 /root/m/part00
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
+  PYTHONPATH=$AFTER timeout 150 python3 -c 'import sys; from bonsai.cli import main; main()' \
+      verify attention --kv-len 130 --prefill 33 --variant wide 2>&1 | tail -n 12 | tee "$OUT/verify.txt"
+  KV="--context 32768 --window 4096 --heads 9 --kv-heads 3 --head-dim 64 --modes f32,q4,q4r --repeats 10"
+  UP="--upload-mb 512 --chunk-kb 4096 16384 65536 --threads 1 4 8"
+  PYTHONPATH=$AFTER timeout 200 python3 bench/kv_bench.py $KV $UP --label after --out "$OUT/kv_after.json" \
+      2>&1 | tee "$OUT/kv_after.txt"
+  PYTHONPATH=$BEFORE timeout 150 python3 bench/kv_bench.py $KV --upload-mb 256 --chunk-kb 4096 \
+      --label before --out "$OUT/kv_before.json" 2>&1 | tee "$OUT/kv_before.txt"
+  ;;
+decode)
+  cat /root/m/part00 .model/part01 > /root/m/SmolLM2-135M-Instruct.Q4_1.gguf
+  sha256sum /root/m/SmolLM2-135M-Instruct.Q4_1.gguf
+  M=/root/m/SmolLM2-135M-Instruct.Q4_1.gguf
+  D="--model $M --prompt-tokens 1024 --new-tokens 128 --prefill-tokens 512 --no-reference"
+  PYTHONPATH=$AFTER timeout 240 python3 bench/decode_bench.py $D --hf --label after \
+      --out "$OUT/decode_after.json" 2>&1 | grep -v Warning | tee "$OUT/decode_after.txt"
+  PYTHONPATH=$AFTER timeout 120 python3 bench/decode_bench.py $D --submit-every 10 --label after \
+      --out "$OUT/decode_after_s10.json" 2>&1 | tee "$OUT/decode_after_s10.txt"
+  PYTHONPATH=$BEFORE timeout 150 python3 bench/decode_bench.py $D --label before \
+      --out "$OUT/decode_before.json" 2>&1 | tee "$OUT/decode_before.txt"
+  ;;
+esac
