@@ -31,8 +31,10 @@ decode)
   D="--model $M --prompt-tokens 1024 --new-tokens 128 --prefill-tokens 512 --no-reference"
   PYTHONPATH=$AFTER timeout 240 python3 bench/decode_bench.py $D --hf --label after \
       --out "$OUT/decode_after.json" 2>&1 | grep -v Warning | tee "$OUT/decode_after.txt"
-  PYTHONPATH=$AFTER timeout 120 python3 bench/decode_bench.py $D --submit-every 10 --label after \
-      --out "$OUT/decode_after_s10.json" 2>&1 | tee "$OUT/decode_after_s10.txt"
+  PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $D --window 2048 --label "after w2048" \
+      --out "$OUT/decode_after_w2048.json" 2>&1 | tee "$OUT/decode_after_w2048.txt"
+  PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $D --window 2048 --submit-every 10 \
+      --label "after w2048" --out "$OUT/decode_after_s10.json" 2>&1 | tee "$OUT/decode_after_s10.txt"
   PYTHONPATH=$BEFORE timeout 150 python3 bench/decode_bench.py $D --label before \
       --out "$OUT/decode_before.json" 2>&1 | tee "$OUT/decode_before.txt"
   ;;

@@ -62,14 +62,15 @@ const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
 const MUT_GQA: bool = {{MUT_GQA}};
 const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
 
-const VB: u32 = 2048u / HD;  // V rows staged per sub-block (8 KiB of workgroup memory)
+const VB: u32 = 2048u / HD;  // K or V rows staged per sub-block (8 KiB of workgroup memory)
+const KS: u32 = HD + 1u;      // staged K row stride (padded: row-per-invocation reads avoid bank conflicts)
 
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> sc: array<f32, {{HEAD_DIM}}>;  // scores of the block
 var<workgroup> mx: array<f32, {{HEAD_DIM}}>;  // prefix max of the block's scores
 var<workgroup> cs: array<f32, {{HEAD_DIM}}>;  // c_i = exp(m_{i-1} - m_i)
 var<workgroup> es: array<f32, {{HEAD_DIM}}>;  // e_i = exp(s_i - m_i)
-var<workgroup> vs: array<f32, 2048>;          // V rows [VB, HD] of the sub-block being folded
+var<workgroup> vs: array<f32, 2112>;          // K rows [VB, KS] or V rows [VB, HD] of the sub-block
 
 fn h2f(h: u32) -> f32 {
     let e = (h >> 10u) & 31u;
@@ -118,13 +119,11 @@ fn v_elem(vb: u32, j: u32) -> f32 {
     return f32(i32(code) - V_OFF) * s;
 }
 
-// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
-fn score(r: u32, pos: u32) -> f32 {
+// K value j of the position at buffer row r (absolute position pos).
+fn k_at(r: u32, pos: u32, j: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
-    var dot = 0.0;
-    for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
-    return dot * p.qk_scale;
+    return k_elem(kb, gb, j);
 }
 
 @compute @workgroup_size({{HEAD_DIM}})
@@ -154,9 +153,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let end = min(w.end, limit);
     for (var b = w.start; b < end; b = b + HD) {
         let nb = min(HD, end - b);
-        var run = NEG_BIG;
-        if (j < nb) { run = score((b + j - w.buf_base) * p.n_kv + g, b + j); }
-        sc[j] = run;
+        sc[j] = NEG_BIG;
+        // scores: K rows staged in workgroup memory (coalesced loads, all issued before any is used),
+        // then invocation i computes position i's sequential dot product over d = 0..HD-1
+        for (var i0 = 0u; i0 < nb; i0 = i0 + VB) {
+            for (var i = 0u; i < VB; i = i + 1u) {
+                if (i0 + i < nb) {
+                    let pos = b + i0 + i;
+                    vs[i * KS + j] = k_at((pos - w.buf_base) * p.n_kv + g, pos, j);
+                }
+            }
+            workgroupBarrier();
+            if (j < VB && i0 + j < nb) {
+                var dot = 0.0;
+                for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * vs[j * KS + d]; }
+                sc[i0 + j] = dot * p.qk_scale;
+            }
+            workgroupBarrier();
+        }
+        var run = sc[j];
         mx[j] = run;
         for (var off = 1u; off < HD; off = off * 2u) {  // prefix max (exact in any order)
             workgroupBarrier();
@@ -177,8 +192,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
         for (var i0 = 0u; i0 < nb; i0 = i0 + VB) {
             let nv = min(VB, nb - i0);
-            for (var i = 0u; i < nv; i = i + 1u) {
-                vs[i * HD + j] = v_elem(w.v_off + ((b + i0 + i - w.buf_base) * p.n_kv + g) * V_WORDS, j);
+            for (var i = 0u; i < VB; i = i + 1u) {  // a fixed trip count: the loads are all in flight at once
+                if (i < nv) { vs[i * HD + j] = v_elem(w.v_off + ((b + i0 + i - w.buf_base) * p.n_kv + g) * V_WORDS, j); }
             }
             workgroupBarrier();
             for (var i = 0u; i < nv; i = i + 1u) {  // the serial fold, in position order
