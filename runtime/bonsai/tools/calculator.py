@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import ToolExecutionError
-from .registry import tool
+from .registry import Tool, tool
 
 MAX_EXPRESSION_CHARS = 500
 MAX_EXPONENT = 1000
@@ -77,11 +77,24 @@ def evaluate(expression: str) -> int | float:
     return result
 
 
-@tool
-def calculator(expression: str) -> str:
+def _calculator(expression: str) -> str:
     """Evaluate an arithmetic expression and return the result.
 
     Args:
-        expression: Arithmetic with numbers, + - * / // % ** and parentheses, e.g. "17 * 23".
+        expression: Arithmetic with numbers, + - * / // % ** and parentheses, e.g. "(2 + 3) * 4".
     """
     return str(evaluate(expression))
+
+
+EXPRESSION_PATTERN = r"^[0-9+\-*/%(). eE]+$"
+
+
+def _with_pattern(base: Tool) -> Tool:
+    """The generated tool, its `expression` limited to what an arithmetic expression can contain
+    (constrained decoding then cannot wander off into prose inside the string)."""
+    props = {**base.parameters["properties"]}
+    props["expression"] = {**props["expression"], "pattern": EXPRESSION_PATTERN}
+    return Tool(base.name, base.description, {**base.parameters, "properties": props}, base.fn)
+
+
+calculator = _with_pattern(tool(_calculator, name="calculator"))

@@ -35,16 +35,25 @@ class ToolCallConstraint:
         *,
         trie: TokenTrie | None = None,
         force_call: bool = False,
+        calls_end_turn: bool = True,
+        max_calls: int | None = None,
     ) -> None:
         """`vocab[i]`: the bytes of token i, None for special tokens (never allowed inside a call).
 
         `force_call`: the response must begin with a tool call (like tool_choice="required").
+        `calls_end_turn`: after a call only more calls or a special token (end of turn) may follow,
+        as in Hermes/Qwen transcripts; a small model otherwise goes on to invent the result.
+        `max_calls`: after this many calls only the end of the turn may follow (1 is OpenAI's
+        parallel_tool_calls=false); None for no limit.
         """
         self.matcher = CallMatcher(call_node(registry))
         self.vocab = vocab
         self.trie = trie or TokenTrie(vocab)
         self.force_call = force_call
-        self._cache: OrderedDict[State, np.ndarray] = OrderedDict()
+        self.calls_end_turn = calls_end_turn
+        self.max_calls = max_calls
+        self._cache: OrderedDict[tuple[State, State | None], np.ndarray] = OrderedDict()
+        self._specials = np.array([not v for v in vocab], dtype=bool)
         self._free_cache: dict[int, np.ndarray | None] = {}
         self._completing = self._tokens_completing_the_tag()
         self.reset()
@@ -53,10 +62,31 @@ class ToolCallConstraint:
         """Back to the start of a response."""
         self.state: State | None = self.matcher.start(with_open_tag=True) if self.force_call else None
         self.matched = 0  # free text: how many bytes of `<tool_call>` end the text so far
+        self.calls = 0  # calls completed in this response
 
     @property
     def inside_call(self) -> bool:
-        return self.state is not None
+        """Inside a <tool_call> block (not between calls, not in free text)."""
+        return self.state is not None and not self.matcher.at_turn_end_choice(self.state)
+
+    def _after_call(self, calls: int) -> State | None:
+        """Where a call that completes the `calls`-th call leads: free text (None), more calls, or the end."""
+        if self.max_calls is not None and calls >= self.max_calls:
+            return self.matcher.turn_end()
+        return self.matcher.between_calls() if self.calls_end_turn else None
+
+    def _step_fn(self):
+        """advance(state, byte) for the trie walk: a completed call continues as `_after_call` says,
+        so the bytes of a token after `</tool_call>` are checked too (unless free text follows)."""
+        m, after = self.matcher, self._after_call(self.calls + 1)
+
+        def step(state: State, b: int) -> State:
+            nxt = m.advance(state, b)
+            if after is not None and nxt and m.done(nxt):
+                return after
+            return nxt
+
+        return step
 
     def _tokens_completing_the_tag(self) -> dict[int, list[tuple[int, bytes]]]:
         """For each partial match k: tokens that complete `<tool_call>` from k, with their remainder."""
@@ -85,13 +115,16 @@ class ToolCallConstraint:
         """Allowed next tokens as a (vocab,) bool array, or None when every token is allowed."""
         if self.state is None:
             return self._free_mask()
-        hit = self._cache.get(self.state)
+        key = (self.state, self._after_call(self.calls + 1))
+        hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(self.state)
+            self._cache.move_to_end(key)
             return hit
         m = self.matcher
-        mask = self.trie.allowed(self.state, m.advance, m.done, m.in_string_body)
-        self._cache[self.state] = mask
+        mask = self.trie.allowed(self.state, self._step_fn(), m.done, m.in_string_body, m.forced_byte)
+        if m.at_turn_end_choice(self.state):
+            mask |= self._specials
+        self._cache[key] = mask
         if len(self._cache) > CACHE_STATES:
             self._cache.popitem(last=False)
         return mask
@@ -109,17 +142,20 @@ class ToolCallConstraint:
     def accept(self, token_id: int) -> None:
         """Advance past the token the decoder chose."""
         data = self.vocab[token_id] or b""
+        if not data:
+            self.state = None  # a special token: the turn ends (inside a call only if the mask was ignored)
+            return
         for b in data:
             if self.state is None:
                 self.matched = self.matched + 1 if b == OPEN[self.matched] else int(b == OPEN[0])
                 if self.matched == len(OPEN):
                     self.state, self.matched = self.matcher.start(), 0
-            else:
-                self.state = self.matcher.advance(self.state, b)
-                if not self.state or self.matcher.done(self.state):
-                    self.state = None  # closed (or the mask was ignored: the parser reports it)
-        if self.state is not None and not data:
-            self.state = None  # a special token inside a call: only possible if the mask was ignored
+                continue
+            nxt = self.matcher.advance(self.state, b)
+            if nxt and self.matcher.done(nxt):
+                self.calls += 1
+                nxt = self._after_call(self.calls)
+            self.state = nxt or None  # empty: the mask was ignored; back to free text, the parser reports it
 
 
 def vocabulary(tokenizer) -> list[bytes | None]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import ToolDefinitionError
 from .registry import ToolRegistry
+from .validate import parse_char_class_pattern
 
 
 def encoded(value: Any) -> bytes:
@@ -36,7 +37,8 @@ class ArrNode:
 
 @dataclass(eq=False)
 class StrNode:
-    pass
+    min_length: int = 0  # characters (an escape or a multi-byte UTF-8 character counts once)
+    charset: frozenset[int] | None = None  # from `pattern: ^[...]+$`: the only (ASCII) bytes allowed
 
 
 @dataclass(eq=False)
@@ -77,7 +79,11 @@ def compile_schema(schema: dict[str, Any], where: str = "$") -> Node:
     if isinstance(types_, list):
         return AltNode(tuple(compile_schema({**schema, "type": t}, where) for t in types_))
     if types_ == "string":
-        return StrNode()
+        min_length = int(schema.get("minLength", 0))
+        if "pattern" not in schema:
+            return StrNode(min_length)
+        chars, at_least_one = parse_char_class_pattern(schema["pattern"], where)
+        return StrNode(max(min_length, int(at_least_one)), frozenset(chars.encode("ascii")))
     if types_ in ("number", "integer"):
         return NumNode(types_ == "integer")
     if types_ == "boolean":

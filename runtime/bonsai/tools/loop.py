@@ -65,12 +65,14 @@ class ToolLoop:
         *,
         constrained: bool = True,
         tool_choice: Literal["auto", "required"] = "auto",
+        parallel_calls: bool = True,
         on_text: Callable[[str], None] | None = None,
         on_step: Callable[[LoopStep], None] | None = None,
     ) -> None:
-        """`tool_choice="required"`: the first step must begin with a call (constrained only)."""
+        """`tool_choice="required"`: the first step must begin with a call; `parallel_calls=False`:
+        at most one call per step (both need `constrained`)."""
         self.generate, self.tokenizer, self.registry, self.prompt = generate, tokenizer, registry, prompt
-        self.max_steps, self.tool_choice = max_steps, tool_choice
+        self.max_steps, self.tool_choice, self.parallel_calls = max_steps, tool_choice, parallel_calls
         self.on_text, self.on_step = on_text, on_step
         self.constrained = constrained
         self.vocab: list[bytes | None] | None = None
@@ -86,7 +88,13 @@ class ToolLoop:
             self.vocab = vocabulary(self.tokenizer)
             self.trie = TokenTrie(self.vocab)
         force = first and self.tool_choice == "required"
-        return ToolCallConstraint(self.registry, self.vocab or [], trie=self.trie, force_call=force)
+        return ToolCallConstraint(
+            self.registry,
+            self.vocab or [],
+            trie=self.trie,
+            force_call=force,
+            max_calls=None if self.parallel_calls else 1,
+        )
 
     def _generate_step(self, step: LoopStep, processor: Any) -> None:
         parser = ToolCallParser(self.registry)

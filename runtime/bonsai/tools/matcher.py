@@ -29,7 +29,7 @@ QUOTE, BACKSLASH, LT, SLASH = ord('"'), ord("\\"), ord("<"), ord("/")
 LBRACE, RBRACE, LBRACK, RBRACK, COLON, COMMA = (ord(c) for c in "{}[]:,")
 
 # frame kinds
-VAL, OBJ, ARR, STR, NUM, LIT, ROOT = range(7)
+VAL, OBJ, ARR, STR, NUM, LIT, ROOT, CHARS = range(8)
 # object phases
 O_OPEN, O_KEY, O_COLON, O_VALUE, O_COMMA = range(5)
 # array phases
@@ -40,7 +40,7 @@ S_BODY, S_LT, S_ESC = range(3)
 N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP1, N_EXP2 = range(9)
 N_COMPLETE = frozenset({N_ZERO, N_INT, N_FRAC, N_EXP1, N_EXP2})
 # root phases
-R_OPEN, R_BEFORE, R_AFTER, R_CLOSE = range(4)
+R_OPEN, R_BEFORE, R_AFTER, R_CLOSE, R_BETWEEN, R_END = range(6)
 
 Stack = tuple
 State = tuple
@@ -52,7 +52,11 @@ def _start(rest: Stack, node: Node, b: int) -> list[Stack]:
     if isinstance(node, AltNode):
         return [s for option in node.options for s in _start(rest, option, b)]
     if isinstance(node, StrNode):
-        return [(*rest, (STR, S_BODY))] if b == QUOTE else []
+        if b != QUOTE:
+            return []
+        if node.charset is not None:
+            return [(*rest, (CHARS, node.charset, node.min_length))]
+        return [(*rest, (STR, S_BODY, node.min_length))]
     if isinstance(node, NumNode):
         if b == ord("-"):
             return [(*rest, (NUM, node.integer, N_MINUS))]
@@ -81,23 +85,31 @@ def _step(stack: Stack, b: int) -> list[Stack]:
         return [DONE]
     top, rest = stack[-1], stack[:-1]
     kind = top[0]
+    if kind == CHARS:  # a string limited to a character class (`pattern: ^[...]+$`): no escapes
+        _, charset, need = top
+        if b == QUOTE:
+            return [rest] if not need else []
+        return [(*rest, (CHARS, charset, max(0, need - 1)))] if b in charset else []
     if kind == STR:
-        phase = top[1]
+        _, phase, need = top  # need: characters still required by minLength
         if phase <= S_LT:
             if b == QUOTE:
-                return [rest]
+                return [rest] if not need else []
+            counted = max(0, need - 1)
             if b == BACKSLASH:
-                return [(*rest, (STR, S_ESC))]
+                return [(*rest, (STR, S_ESC, counted))]
             if b < 0x20 or (b == SLASH and phase == S_LT):
                 return []
-            return [(*rest, (STR, S_LT if b == LT else S_BODY))]
+            if b & 0xC0 == 0x80:  # a UTF-8 continuation byte: same character, nothing counted
+                counted = need
+            return [(*rest, (STR, S_LT if b == LT else S_BODY, counted))]
         if phase == S_ESC:
             if b not in ESCAPES:
                 return []
-            return [(*rest, (STR, 14 if b == ord("u") else S_BODY))]
+            return [(*rest, (STR, 14 if b == ord("u") else S_BODY, need))]
         if b not in HEX:
             return []
-        return [(*rest, (STR, S_BODY if phase == 11 else phase - 1))]
+        return [(*rest, (STR, S_BODY if phase == 11 else phase - 1, need))]
     if kind == VAL:
         if b in WS:
             return [(*rest, (VAL, top[1], top[2] + 1))] if top[2] < MAX_WS else []
@@ -180,6 +192,12 @@ def _step_root(top: tuple, rest: Stack, b: int) -> list[Stack]:
         if b != OPEN[k]:
             return []
         return [(*rest, (ROOT, node, R_BEFORE, 0) if k + 1 == len(OPEN) else (ROOT, node, R_OPEN, k + 1))]
+    if phase == R_END:  # the turn must end: no byte may follow
+        return []
+    if phase == R_BETWEEN:  # after a call: newlines, then only another <tool_call>
+        if b in NL:
+            return [(*rest, (ROOT, node, R_BETWEEN, k + 1))] if k < 2 else []
+        return [(*rest, (ROOT, node, R_OPEN, 1))] if b == OPEN[0] else []
     if phase == R_CLOSE:
         if b != CLOSE[k]:
             return []
@@ -196,10 +214,32 @@ class CallMatcher:
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self._forced: dict[State, int | None] = {}
+
+    def forced_byte(self, state: State) -> int | None:
+        """The only byte that may follow `state`, or None when there is a choice (cached per state)."""
+        if state not in self._forced:
+            valid = [b for b in range(256) if self.advance(state, b)] if not self.done(state) else []
+            self._forced[state] = valid[0] if len(valid) == 1 else None
+        return self._forced[state]
 
     def start(self, with_open_tag: bool = False) -> State:
         """The state right after `<tool_call>`, or before it when the tag itself is required."""
         return (((ROOT, self.node, R_OPEN if with_open_tag else R_BEFORE, 0),),)
+
+    def between_calls(self) -> State:
+        """The state after a call when calls end the turn: newlines, another call, or (outside
+        this automaton) the end of the turn."""
+        return (((ROOT, self.node, R_BETWEEN, 0),),)
+
+    def turn_end(self) -> State:
+        """The state after the last call allowed: nothing but the end of the turn may follow."""
+        return (((ROOT, self.node, R_END, 0),),)
+
+    @staticmethod
+    def at_turn_end_choice(state: State) -> bool:
+        """True where ending the turn (a special token such as EOS) is allowed too."""
+        return any(s and s[-1][0] == ROOT and s[-1][2] in (R_BETWEEN, R_END) for s in state)
 
     @staticmethod
     def advance(state: State, b: int) -> State:
@@ -226,7 +266,7 @@ class CallMatcher:
     @staticmethod
     def in_string_body(state: State) -> bool:
         """True when every alternative sits in a free string body (safe bytes loop back here)."""
-        return bool(state) and all(s and s[-1] == (STR, S_BODY) for s in state)
+        return bool(state) and all(s and s[-1] == (STR, S_BODY, 0) for s in state)
 
 
 def string_safe(b: int) -> bool:

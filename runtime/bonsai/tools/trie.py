@@ -15,6 +15,8 @@ import numpy as np
 
 from .matcher import string_safe
 
+BLANK = frozenset(b" \t\n")
+
 
 class TokenTrie:
     """Built once per vocabulary; `allowed(state, ...)` is a bool mask over token ids."""
@@ -34,6 +36,7 @@ class TokenTrie:
         self.lo: list[int] = []  # node -> first index in `order` of its subtree (itself included)
         self.hi: list[int] = []  # node -> one past the last
         self.plain: list[bool] = []  # node -> every byte strictly below it is string-safe
+        self.blank: list[bool] = []  # node -> the bytes leading to it are all whitespace
         order: list[int] = []
         self._flatten(nested, order)
         self.order = np.asarray(order, dtype=np.int64)  # (tokens in the trie,) token ids in pre-order
@@ -53,6 +56,8 @@ class TokenTrie:
             self.tokens[idx] = list(nested.get(-1, ()))
             stack.append((nested, idx, True))
             kids = [(b, sub, new()) for b, sub in sorted((k, v) for k, v in nested.items() if k != -1)]
+            for b, _, c in kids:
+                self.blank[c] = self.blank[idx] and b in BLANK
             self.children[idx] = [(b, c) for b, _, c in kids]
             stack.extend((sub, c, False) for _, sub, c in reversed(kids))
 
@@ -62,6 +67,7 @@ class TokenTrie:
         self.lo.append(0)
         self.hi.append(0)
         self.plain.append(True)
+        self.blank.append(True)
         return len(self.children) - 1
 
     def allowed(
@@ -70,15 +76,22 @@ class TokenTrie:
         advance: Callable[[Any, int], Any],
         accepts_rest: Callable[[Any], bool],
         loops_on_safe: Callable[[Any], bool],
+        forced_byte: Callable[[Any], int | None] | None = None,
     ) -> np.ndarray:
         """(vocab,) bool: tokens whose bytes, fed one by one from `state`, never hit a dead state.
 
         `accepts_rest(s)`: after `s` any bytes are fine (the call closed mid-token).
         `loops_on_safe(s)`: string-safe bytes keep `s` unchanged (a free string body).
+        `forced_byte(s)`: the only byte allowed after `s`, if just one. A whitespace-only token that
+        stops right before a forced byte c is refused when the token extended by c exists: the
+        longer token writes the same bytes, and byte-level BPE never splits ` "` into ` ` + `"`
+        (its pre-tokenizer glues a space to what follows), so the split is a tokenization the
+        model never saw in training, after which small models lose the thread.
         """
         ids: list[int] = []
         ranges: list[tuple[int, int]] = []
-        children, tokens, plain, lo, hi = self.children, self.tokens, self.plain, self.lo, self.hi
+        children, tokens, plain, blank = self.children, self.tokens, self.plain, self.blank
+        lo, hi = self.lo, self.hi
         stack = [(0, state)]
         while stack:
             node, st = stack.pop()
@@ -89,7 +102,11 @@ class TokenTrie:
                 if accepts_rest(nxt) or (plain[child] and loops_on_safe(nxt)):
                     ranges.append((lo[child], hi[child]))
                     continue
-                ids.extend(tokens[child])
+                if tokens[child]:
+                    check = forced_byte is not None and blank[child] and children[child]
+                    forced = forced_byte(nxt) if check else None
+                    if forced is None or not any(b2 == forced and tokens[c2] for b2, c2 in children[child]):
+                        ids.extend(tokens[child])
                 if children[child]:
                     stack.append((child, nxt))
         mask = np.zeros(self.size, dtype=bool)

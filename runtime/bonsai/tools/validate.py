@@ -1,7 +1,8 @@
 """Validation of JSON values against the JSON Schema subset that tools use (no third-party library).
 
 The subset: `type` (string, number, integer, boolean, null, array, object, or a list of them),
-`enum`, `const`, `properties`, `required`, `additionalProperties` (bool), `items`, `anyOf`, plus
+`enum`, `const`, `properties`, `required`, `additionalProperties` (bool), `items`, `anyOf`,
+`minLength` and `pattern` of the form `^[chars]+$` / `^[chars]*$` (strings), plus
 the annotations `description`, `title`, `default`. It is exactly what constrained decoding can
 enforce, so a call that the mask allowed always validates here.
 """
@@ -9,15 +10,55 @@ enforce, so a call that the mask allowed always validates here.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .errors import ToolDefinitionError
 
 SUPPORTED_KEYWORDS = frozenset(
-    {"type", "enum", "const", "properties", "required", "additionalProperties", "items", "anyOf"}
+    {
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "minLength",
+        "pattern",
+    }
     | {"description", "title", "default"}
 )
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "null", "array", "object"})
+
+
+_CLASS_PATTERN = re.compile(r"^\^\[((?:\\.|[^\]\\])+)\]([+*])\$$")
+
+
+def parse_char_class_pattern(pattern: str, where: str) -> tuple[str, bool]:
+    """(allowed characters, at least one?) of a `^[...]+$` / `^[...]*$` pattern (ASCII, `a-z` ranges,
+    backslash escapes); ToolDefinitionError for any other pattern."""
+    m = _CLASS_PATTERN.match(pattern)
+    if not m:
+        raise ToolDefinitionError(f"{where}: pattern {pattern!r} unsupported; use ^[chars]+$ or ^[chars]*$")
+    body, chars, i = m.group(1), [], 0
+    while i < len(body):
+        c = body[i + 1] if body[i] == "\\" else body[i]
+        step = 2 if body[i] == "\\" else 1
+        if i + step + 1 < len(body) and body[i + step] == "-":
+            end = body[i + step + 1]
+            chars.extend(chr(x) for x in range(ord(c), ord(end) + 1))
+            i += step + 2
+        else:
+            chars.append(c)
+            i += step
+    text = "".join(dict.fromkeys(chars))
+    if not text.isascii() or '"' in text or "\\" in text or any(ord(ch) < 0x20 for ch in text):
+        raise ToolDefinitionError(
+            f"{where}: pattern {pattern!r}: printable ASCII only, no quote or backslash"
+        )
+    return text, m.group(2) == "+"
 
 
 def check_supported(schema: Any, where: str) -> None:
@@ -42,6 +83,12 @@ def check_supported(schema: Any, where: str) -> None:
         check_supported(schema["items"], f"{where}[]")
     for i, sub in enumerate(schema.get("anyOf", [])):
         check_supported(sub, f"{where}.anyOf[{i}]")
+    if "minLength" in schema and not (
+        isinstance(schema["minLength"], int) and 0 <= schema["minLength"] <= 64
+    ):
+        raise ToolDefinitionError(f"{where}: minLength must be an integer from 0 to 64")
+    if "pattern" in schema:
+        parse_char_class_pattern(schema["pattern"], where)
     if not isinstance(schema.get("additionalProperties", False), bool):
         raise ToolDefinitionError(f"{where}: additionalProperties must be true or false")
     missing = set(schema.get("required", [])) - set(schema.get("properties", {}))
@@ -93,6 +140,10 @@ def errors(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
     if "const" in schema and not _same(value, schema["const"]):
         return [f"{path}: must be {json.dumps(schema['const'])}"]
     found: list[str] = []
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        found.append(f"{path}: must have at least {schema['minLength']} character(s)")
+    if isinstance(value, str) and "pattern" in schema and not re.fullmatch(schema["pattern"], value):
+        found.append(f"{path}: must match {schema['pattern']}")
     if isinstance(value, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", []):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bonsai.tools import ToolRegistry, builtin_registry
+from bonsai.tools import Tool, ToolRegistry, builtin_registry
 from bonsai.tools.constrain import ToolCallConstraint
 from bonsai.tools.events import TextEvent, ToolCallEvent
 from bonsai.tools.matcher import CallMatcher
@@ -108,6 +108,7 @@ TRIE = TokenTrie(VOCAB)
 def brute_force_mask(constraint: ToolCallConstraint) -> np.ndarray:
     """The oracle: feed every token's bytes through the matcher, one token at a time."""
     m, state = constraint.matcher, constraint.state
+    step = constraint._step_fn()  # the matcher, continuing after `</tool_call>` as the constraint says
     out = np.zeros(len(VOCAB), dtype=bool)
     for tid, data in enumerate(VOCAB):
         if not data:
@@ -116,10 +117,11 @@ def brute_force_mask(constraint: ToolCallConstraint) -> np.ndarray:
         for b in data:
             if m.done(s):
                 break
-            s = m.advance(s, b)
+            s = step(s, b)
             if not s:
                 break
-        out[tid] = bool(s)
+        forced = m.forced_byte(s) if s and not m.done(s) and not data.strip(b" \t\n") else None
+        out[tid] = bool(s) and not (forced is not None and data + bytes([forced]) in VOCAB)
     return out
 
 
@@ -240,3 +242,48 @@ def test_mutation_trie_fast_path_without_plain_check_is_caught(monkeypatch):
     for b in b'<tool_call>{"name": "clock", "arguments": {"timezone": "':
         c.state = c.matcher.advance(c.state, b)
     assert not np.array_equal(c.mask(), brute_force_mask(c))
+
+
+def test_after_a_call_only_more_calls_or_the_end_of_the_turn():
+    c = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE)
+    for piece in ("<tool_call>", "{", '"name": "', "clock", '",', ' "arguments": {', "}}", "</tool_call>"):
+        c.accept(VOCAB.index(piece.encode()))
+    mask = c.mask()
+    assert not c.inside_call and mask is not None
+    allowed = {VOCAB[i] for i in np.flatnonzero(mask)}
+    assert allowed == {None, b"\n", b"<", b"<tool_call>"}  # None: the special (end-of-turn) token
+    c.accept(0)
+    assert c.mask() is None  # after the end of the turn: free again
+    free = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, calls_end_turn=False)
+    for piece in ("<tool_call>", "{", '"name": "', "clock", '",', ' "arguments": {', "}}", "</tool_call>"):
+        free.accept(VOCAB.index(piece.encode()))
+    assert free.mask() is None
+
+
+def _matcher_for(*tools):
+    from bonsai.tools.grammar import call_node
+
+    return CallMatcher(call_node(ToolRegistry(tools)))
+
+
+def test_min_length_counts_characters_not_bytes():
+    note = Tool("note", "N.", {"type": "object", "properties": {"text": {"type": "string", "minLength": 2}},
+                               "required": ["text"]}, lambda text: text)  # fmt: skip
+    m = _matcher_for(note)
+    head = b'<tool_call>{"name": "note", "arguments": {"text": "'
+    assert m.feed(m.start(with_open_tag=True), head + b'\xc3\xa9"') == ()  # one character, two bytes
+    assert m.done(m.feed(m.start(with_open_tag=True), head + b'\xc3\xa9\\n"}}</tool_call>'))
+    assert errors({"text": "\u00e9"}, note.parameters) and not errors({"text": "\u00e9\n"}, note.parameters)
+
+
+@pytest.mark.parametrize(
+    ("expression", "ok"),
+    [(b"17 * 23", True), (b"(1.5e3 - 2) % 7 / 4", True), (b"", False), (b"17 * 23}}", False), (b"x", False)],
+)
+def test_calculator_expression_is_limited_to_its_pattern(expression, ok):
+    m = _matcher_for(REGISTRY.get("calculator"))
+    text = (
+        b'<tool_call>{"name": "calculator", "arguments": {"expression": "' + expression + b'"}}</tool_call>'
+    )
+    assert m.done(m.feed(m.start(with_open_tag=True), text)) is ok
+    assert (errors({"expression": expression.decode()}, REGISTRY.get("calculator").parameters) == []) is ok
