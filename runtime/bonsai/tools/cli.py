@@ -81,6 +81,13 @@ def call(name: str, arguments: str, root: Path | None) -> None:
 @click.option("--max-tokens", default=128, show_default=True, help="New tokens per generation.")
 @click.option("--required", is_flag=True, help="The first reply must be a tool call.")
 @click.option("--unconstrained", is_flag=True, help="Do not mask logits inside <tool_call> (parse only).")
+@click.option(
+    "--parallel-calls/--no-parallel-calls",
+    default=True,
+    show_default=True,
+    help="Allow several calls in one reply (constrained only).",
+)
+@click.option("--kv", type=click.Choice(["f32", "q4", "q4r"]), default="f32", show_default=True)
 def chat(
     message: str,
     tool_names: str,
@@ -90,6 +97,8 @@ def chat(
     max_tokens: int,
     required: bool,
     unconstrained: bool,
+    parallel_calls: bool,
+    kv: str,
 ) -> None:
     """Answer MESSAGE with the model, calling tools as needed; every step is printed."""
     from ..chat_template import ChatTemplate
@@ -99,7 +108,7 @@ def chat(
     from .prompt import ToolPrompt
 
     registry = builtin_registry(tool_names, root)
-    engine = Engine.load(model, progress=False)
+    engine = Engine.load(model, kv=kv, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
 
     def show_step(step: LoopStep) -> None:
@@ -122,6 +131,7 @@ def chat(
         max_steps,
         constrained=not unconstrained,
         tool_choice="required" if required else "auto",
+        parallel_calls=parallel_calls,
         on_text=lambda piece: click.echo(piece, nl=False),
         on_step=show_step,
     )
