@@ -52,7 +52,7 @@ from .info import info  # noqa: E402
 
 main.add_command(info)
 
-from .tools.cli import tools_group  # noqa: E402
+from .tools.cli import tools_group, with_tools_option  # noqa: E402
 
 main.add_command(tools_group)
 
@@ -60,7 +60,7 @@ from .commands.eval import eval_cmd  # noqa: E402
 from .commands.run import chat, run  # noqa: E402
 
 main.add_command(run)
-main.add_command(chat)
+main.add_command(with_tools_option(chat))
 main.add_command(eval_cmd)
 
 

@@ -72,6 +72,74 @@ def call(name: str, arguments: str, root: Path | None) -> None:
         raise SystemExit(1)
 
 
+def show_step(step) -> None:
+    """Print a loop step's calls, malformed calls and results (the streamed text is already out)."""
+    click.echo("")
+    for event in step.events:
+        if isinstance(event, ToolCallEvent):
+            click.echo(f"[step {step.index}] call {event.id}: {event.name}({json.dumps(event.arguments)})")
+        elif not isinstance(event, TextEvent):
+            click.echo(f"[step {step.index}] malformed call {event.id}: {event.message}")
+    for result in step.results:
+        click.echo(f"[step {step.index}] result {result.id}: {result.content}")
+
+
+def with_tools_option(command: click.Command) -> click.Command:
+    """Give `bonsai chat` a `--tools NAMES` option: with it, every turn runs through the tool loop
+    (constrained decoding on); without it, the command is unchanged."""
+    original = command.callback
+    assert original is not None
+    command.params.append(
+        click.Option(
+            ["--tools", "tool_names"], default=None, help="Built-in tools to offer, e.g. calculator,clock."
+        )
+    )
+    command.params.append(
+        click.Option(
+            ["--root"],
+            type=click.Path(file_okay=False, exists=True, path_type=Path),
+            default=None,
+            help="The only directory read_file may read (with --tools read_file).",
+        )
+    )
+
+    def callback(tool_names: str | None, root: Path | None, **options):
+        if not tool_names:
+            return original(**options)
+        return interactive_tool_chat(builtin_registry(tool_names, root), **options)
+
+    command.callback = callback
+    return command
+
+
+def interactive_tool_chat(registry, *, model, kv, window, vram_budget, max_positions, max_tokens, temperature,
+                          top_k, top_p, seed, system) -> None:  # fmt: skip
+    """`bonsai chat --tools ...`: read a line, answer it through the tool loop, until an empty line."""
+    import sys
+
+    from ..chat_template import ChatTemplate
+    from ..commands.options import load_engine
+    from ..engine import Sampling
+    from .engine_generate import engine_generate
+    from .loop import ToolLoop
+    from .prompt import ToolPrompt
+
+    engine = load_engine(model, kv, window, vram_budget, max_positions)
+    prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
+    sampling = Sampling(temperature, top_k, top_p, seed)
+    loop = ToolLoop(engine_generate(engine, max_tokens, sampling), engine.tokenizer, registry, prompt,
+                    on_text=lambda piece: click.echo(piece, nl=False), on_step=show_step)  # fmt: skip
+    messages: list[dict] = [{"role": "system", "content": system}] if system else []
+    while True:
+        click.echo(">>> ", nl=False, err=True)
+        line = sys.stdin.readline()
+        if not line or line.strip() in ("", "/exit"):
+            return
+        result = loop.run([*messages, {"role": "user", "content": line.rstrip("\n")}])
+        messages = result.messages
+        click.echo(f"answer: {result.answer}" if result.finished else "[no answer within the step limit]")
+
+
 @tools_group.command("chat")
 @click.argument("message")
 @TOOLS_OPTION
@@ -104,24 +172,12 @@ def chat(
     from ..chat_template import ChatTemplate
     from ..engine.engine import Engine
     from .engine_generate import engine_generate
-    from .loop import LoopStep, ToolLoop
+    from .loop import ToolLoop
     from .prompt import ToolPrompt
 
     registry = builtin_registry(tool_names, root)
     engine = Engine.load(model, kv=kv, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
-
-    def show_step(step: LoopStep) -> None:
-        click.echo("")
-        for event in step.events:
-            if isinstance(event, ToolCallEvent):
-                click.echo(
-                    f"[step {step.index}] call {event.id}: {event.name}({json.dumps(event.arguments)})"
-                )
-            elif not isinstance(event, TextEvent):
-                click.echo(f"[step {step.index}] malformed call {event.id}: {event.message}")
-        for result in step.results:
-            click.echo(f"[step {step.index}] result {result.id}: {result.content}")
 
     loop = ToolLoop(
         engine_generate(engine, max_tokens=max_tokens),

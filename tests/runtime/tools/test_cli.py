@@ -47,3 +47,17 @@ def test_bad_input_is_a_one_line_error_not_a_traceback():
     assert out.exit_code == 2 and "unknown built-in tool 'web'" in out.output
     out = runner.invoke(main, ["tools", "call", "read_file", '{"path": "x"}'])
     assert out.exit_code == 2 and "needs a directory" in out.output
+
+
+def test_bonsai_chat_gets_a_tools_option_that_routes_to_the_tool_loop(monkeypatch):
+    import bonsai.tools.cli as tools_cli
+
+    seen = {}
+    monkeypatch.setattr(
+        tools_cli, "interactive_tool_chat", lambda registry, **o: seen.update(o, tools=registry.names())
+    )
+    out = CliRunner().invoke(main, ["chat", "--tools", "calculator,clock", "--system", "Be brief."])
+    assert out.exit_code == 0, out.output
+    assert seen["tools"] == ["calculator", "clock"] and seen["system"] == "Be brief." and seen["kv"] == "f32"
+    bad = CliRunner().invoke(main, ["chat", "--tools", "web"])
+    assert bad.exit_code == 2 and "unknown built-in tool 'web'" in bad.output
