@@ -83,6 +83,9 @@ def dispatch_cost_us(gpu, n=2000):
 def bench_gpu(a, ids):
     engine = Engine.load(a.model, kv=a.kv, window=a.window, progress=False)
     engine.model.submit_every = a.submit_every
+    if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)
+        engine.cache.variant = a.variant
+        engine.cache._attn.clear()
     engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups
     engine.reset()
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
@@ -112,6 +115,7 @@ def bench_gpu(a, ids):
         "floor_tok_s": 1e6 / (disp * cost),
 
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
+                  + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
         "prefill_tok_s": len(ids) / prefill_s,
         "decode_tok_s": n / decode_s,
@@ -188,6 +192,7 @@ def main() -> None:
     p.add_argument("--window", type=int, default=256)
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=0, help="submit every N layers (0: once per step)")
+    p.add_argument("--variant", default="auto", help="attention kernel variant: auto, wide, split, serial")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()

@@ -14,13 +14,11 @@ mkdir -p /root/m "$OUT"
 case "$1" in
 kv)
   cp .model/part00 /root/m/part00
-  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
-  PYTHONPATH=$AFTER timeout 150 python3 -c 'import sys; from bonsai.cli import main; main()' \
-      verify attention --kv-len 130 --prefill 33 --variant wide 2>&1 | tail -n 12 | tee "$OUT/verify.txt"
-  KV="--context 32768 --window 4096 --heads 9 --kv-heads 3 --head-dim 64 --modes f32,q4,q4r --repeats 10"
-  UP="--upload-mb 512 --chunk-kb 4096 16384 65536 --threads 1 4 8"
-  PYTHONPATH=$AFTER timeout 200 python3 bench/kv_bench.py $KV $UP --label after --out "$OUT/kv_after.json" \
-      2>&1 | tee "$OUT/kv_after.txt"
+  PYTHONPATH=$AFTER timeout 100 python3 -c 'import sys; from bonsai.cli import main; main()' \
+      verify attention --kv-len 64 --prefill 17 --variant split 2>&1 | tail -n 9 | tee "$OUT/verify.txt"
+  KV="--context 32768 --window 4096 --heads 9 --kv-heads 3 --head-dim 64 --modes f32,q4 --repeats 10"
+  PYTHONPATH=$AFTER timeout 200 python3 bench/kv_bench.py $KV --variants split,wide --upload-mb 512 \
+      --chunk-kb 4096 16384 65536 --threads 4 8 --label after --out "$OUT/kv_after.json" 2>&1 | tee "$OUT/kv_after.txt"
   PYTHONPATH=$BEFORE timeout 150 python3 bench/kv_bench.py $KV --upload-mb 256 --chunk-kb 4096 \
       --label before --out "$OUT/kv_before.json" 2>&1 | tee "$OUT/kv_before.txt"
   ;;
@@ -29,12 +27,12 @@ decode)
   sha256sum /root/m/SmolLM2-135M-Instruct.Q4_1.gguf
   M=/root/m/SmolLM2-135M-Instruct.Q4_1.gguf
   D="--model $M --prompt-tokens 1024 --new-tokens 128 --prefill-tokens 512 --no-reference"
-  PYTHONPATH=$AFTER timeout 240 python3 bench/decode_bench.py $D --hf --label after \
-      --out "$OUT/decode_after.json" 2>&1 | grep -v Warning | tee "$OUT/decode_after.txt"
-  PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $D --window 2048 --label "after w2048" \
-      --out "$OUT/decode_after_w2048.json" 2>&1 | tee "$OUT/decode_after_w2048.txt"
-  PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $D --window 2048 --submit-every 10 \
-      --label "after w2048" --out "$OUT/decode_after_s10.json" 2>&1 | tee "$OUT/decode_after_s10.txt"
+  run() { name=$1; shift; PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $D "$@" \
+      --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
+  run split --variant split --hf --label after
+  run wide --variant wide --label after
+  run split_w2048 --variant split --window 2048 --label after
+  run split_w2048_s10 --variant split --window 2048 --submit-every 10 --label after
   PYTHONPATH=$BEFORE timeout 150 python3 bench/decode_bench.py $D --label before \
       --out "$OUT/decode_before.json" 2>&1 | tee "$OUT/decode_before.txt"
   ;;

@@ -22,13 +22,14 @@ from bonsai.kv import KVCache
 from bonsai.kv.modes import MODES
 
 
-def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) -> dict:
+def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool, variant: str = "auto") -> dict:
     """Decode attention over `context` positions: seconds per call and cache GB/s read."""
     rng = np.random.default_rng(0)
     probe = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window)
     n_slots = max(1, int(probe.n_windows * a.budget_frac))
     budget = n_slots * probe.slot_bytes if streamed else None
-    cache = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window, vram_budget=budget)
+    cache = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=a.window, vram_budget=budget,
+                    **({"variant": variant} if variant != "auto" else {}))
     chunk = min(a.context, 4096)
     for pos in range(0, a.context, chunk):
         n = min(chunk, a.context - pos)
@@ -45,7 +46,8 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool) 
     dt = (time.perf_counter() - t0) / a.repeats
     kv_bytes = cache.bytes_per_position() * a.context
     streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1)
-    return {"kind": "attention", "mode": mode, "windows": f"streamed {a.budget_frac:g}" if streamed else "resident",
+    return {"kind": "attention", "mode": mode, "variant": variant,
+            "windows": f"streamed {a.budget_frac:g}" if streamed else "resident",
             "slot_bytes": cache.slot_bytes, "streamed_bytes_per_call": streamed_bytes,
             "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
             "bytes_per_position": cache.bytes_per_position(), "residual_bytes": cache.residual_bytes(),
@@ -127,13 +129,15 @@ def main() -> None:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 4, 8], help="write_staged host threads")
     p.add_argument("--budget-frac", type=float, default=0.25, help="streamed: VRAM budget / cache size")
     p.add_argument("--label", default="", help="printed with the table (e.g. the code version)")
+    p.add_argument("--variants", default="auto", help="comma-separated attention kernel variants")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_bench.json"))
     a = p.parse_args()
     gpu = Gpu.create()
     rows = []
-    for mode in a.modes.split(","):
-        for streamed in (False, True):
-            rows.append(bench_attention(gpu, a, mode, streamed))
+    for variant in a.variants.split(","):
+        for mode in a.modes.split(","):
+            for streamed in (False, True):
+                rows.append(bench_attention(gpu, a, mode, streamed, variant))
     for kb in a.chunk_kb:
         chunk = min(kb << 10, a.upload_mb << 20)
         rows.append(bench_write_buffer(gpu, a, chunk))
@@ -144,14 +148,15 @@ def main() -> None:
     print(f"{a.label} device: {gpu.description}")
     print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
           f"window {a.window}")
-    print(f"{'mode':<8} {'windows':<14} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} {'bits/el':>7} "
+    print(f"{'variant':<7} {'mode':<8} {'windows':<14} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} {'bits/el':>7} "
           f"{'vs resident':>11} {'vs f32':>7} {'MB streamed':>11}")
-    res = {r["mode"]: r["seconds_per_call"] for r in rows if r["kind"] == "attention" and r["windows"] == "resident"}
+    res = {(r["variant"], r["mode"]): r["seconds_per_call"] for r in rows
+           if r["kind"] == "attention" and r["windows"] == "resident"}
     for r in rows:
         if r["kind"] == "attention":
-            rel = r["seconds_per_call"] / res.get(r["mode"], float("nan"))
-            f32 = r["seconds_per_call"] / res.get("f32", float("nan"))
-            print(f"{r['mode']:<8} {r['windows']:<14} {r['seconds_per_call'] * 1e3:>9.3f} {r['cache_GBps']:>10.3f} "
+            rel = r["seconds_per_call"] / res.get((r["variant"], r["mode"]), float("nan"))
+            f32 = r["seconds_per_call"] / res.get((r["variant"], "f32"), float("nan"))
+            print(f"{r['variant']:<7} {r['mode']:<8} {r['windows']:<14} {r['seconds_per_call'] * 1e3:>9.3f} {r['cache_GBps']:>10.3f} "
                   f"{r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f} {rel:>11.2f} {f32:>7.2f} "
                   f"{r['streamed_bytes_per_call'] / 1e6:>11.1f}")
     print(f"upload: {a.upload_mb} MiB per path")

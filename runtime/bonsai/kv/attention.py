@@ -36,7 +36,9 @@ NO_MUTATIONS = Mutations()
 # Two kernels of one family (same parameters, window descriptors and state layout): "wide" gives
 # each (token, head) a workgroup of head_dim invocations, "serial" one invocation. Both keep the
 # invariant; the tests run both.
-VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl"}
+# "split": scores.wgsl computes every score of a window at once (one invocation per position), then
+# attention_split.wgsl folds them serially (two dispatches per window; no K load on the serial path).
+VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl", "split": "attention_split.wgsl"}
 
 
 def default_variant(gpu: Any) -> str:
@@ -91,6 +93,10 @@ class Attention:
         # grouped K: the newest partial group is folded from f32 K rows (and f32 V rows when V has a
         # residual too): same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
+        self._scores: Any = None  # split variant: the score buffer [n_q * n_heads, window span] f32
+        if self.variant == "split":
+            self.score = self._fold_kernel(m.kf, m.vf, "scores.wgsl")
+            self.score_residual = self._fold_kernel(FORMATS["f32"], m.v_store, "scores.wgsl") if m.grouped else self.score
         self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=head_dim)
         self.rotate = None
         if m.rotate_k:
@@ -98,13 +104,13 @@ class Attention:
                                      INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)))
         self._qr: Any = None
 
-    def _fold_kernel(self, kf: Any, vf: Any) -> Any:
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
         mu, hd = self.mutations, self.head_dim
         consts = {**format_constants("K", kf, hd), **format_constants("V", vf, hd)}
         if kf.per_channel:
             consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
         return self.gpu.kernel(
-            "bonsai.kv", VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
+            "bonsai.kv", filename or VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
             GROUP=self.mode.kf.group or GROUP, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
@@ -150,6 +156,17 @@ class Attention:
         else:  # one workgroup per (token, head), folded to 2D past 65535
             groups = (min(n, 65535), -(-n // 65535))
         fold = self.fold_residual if win.residual else self.fold
+        if self.variant == "split":
+            span = max(1, win.end - win.start)
+            if n > 65535:
+                raise ValueError(f"split attention: n_q * n_heads = {n} is above 65535 (use variant 'wide')")
+            need = n * span * 4
+            if self._scores is None or self._scores.size < need:
+                self._scores = self.gpu.buffer(need)
+            score = self.score_residual if win.residual else self.score
+            self.gpu.dispatch(score, [params, wp, q, win.k, self._scores], (-(-span // 64), n))
+            self.gpu.dispatch(fold, [params, wp, self._scores, win.v, state], groups)
+            return
         self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], groups)
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:

@@ -9,14 +9,9 @@
 //   starts or ends; acc / l happens once, in finalize.wgsl, never here.
 //
 // One workgroup per (query token t, head h), HD invocations. Per block of HD positions, invocation
-// i computes the score s_i of position block + i (a sequential dot product over d = 0..HD-1, the
-// same for every position whatever the blocking), then the running max m_i = max(m, s_0..s_i)
-// (a parallel prefix max: max is exact, so any order gives the sequential fold's m bit for bit),
-// then c_i = exp(m_{i-1} - m_i) and e_i = exp(s_i - m_i) -- the very expressions the one-position-
-// at-a-time fold evaluates, only computed for all positions at once. What stays serial is the
-// part that must: l = l * c_i + e_i and acc[j] = acc[j] * c_i + e_i * v_i[j], position by position
-// in increasing order (V rows are staged in workgroup memory, VB positions at a time, so the
-// serial loop reads no global memory). Query token t sits at absolute position p.pos_base + t and
+// i computes the score of position block + i (a sequential dot product over d = 0..HD-1, the
+// same for every position whatever the blocking); then every invocation folds the block's
+// positions one at a time, in order, into (m, l) (computed identically by all) and its own acc[j]. Query token t sits at absolute position p.pos_base + t and
 // sees positions [0, pos_base + t]. Query head h reads KV head h / (n_heads / n_kv) (GQA).
 
 struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
@@ -62,15 +57,8 @@ const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
 const MUT_GQA: bool = {{MUT_GQA}};
 const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
 
-const VB: u32 = 2048u / HD;  // K or V rows staged per sub-block (8 KiB of workgroup memory)
-const KS: u32 = HD + 1u;      // staged K row stride (padded: row-per-invocation reads avoid bank conflicts)
-
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
-var<workgroup> sc: array<f32, {{HEAD_DIM}}>;  // scores of the block
-var<workgroup> mx: array<f32, {{HEAD_DIM}}>;  // prefix max of the block's scores
-var<workgroup> cs: array<f32, {{HEAD_DIM}}>;  // c_i = exp(m_{i-1} - m_i)
-var<workgroup> es: array<f32, {{HEAD_DIM}}>;  // e_i = exp(s_i - m_i)
-var<workgroup> vs: array<f32, 2112>;          // K rows [VB, KS] or V rows [VB, HD] of the sub-block
+var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 
 fn h2f(h: u32) -> f32 {
     let e = (h >> 10u) & 31u;
@@ -119,11 +107,13 @@ fn v_elem(vb: u32, j: u32) -> f32 {
     return f32(i32(code) - V_OFF) * s;
 }
 
-// K value j of the position at buffer row r (absolute position pos).
-fn k_at(r: u32, pos: u32, j: u32) -> f32 {
+// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
+fn score(r: u32, pos: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
-    return k_elem(kb, gb, j);
+    var dot = 0.0;
+    for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
+    return dot * p.qk_scale;
 }
 
 @compute @workgroup_size({{HEAD_DIM}})
@@ -152,59 +142,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 
     let end = min(w.end, limit);
     for (var b = w.start; b < end; b = b + HD) {
-        let nb = min(HD, end - b);
-        sc[j] = NEG_BIG;
-        // scores: K rows staged in workgroup memory (coalesced loads, all issued before any is used),
-        // then invocation i computes position i's sequential dot product over d = 0..HD-1
-        for (var i0 = 0u; i0 < nb; i0 = i0 + VB) {
-            for (var i = 0u; i < VB; i = i + 1u) {
-                if (i0 + i < nb) {
-                    let pos = b + i0 + i;
-                    vs[i * KS + j] = k_at((pos - w.buf_base) * p.n_kv + g, pos, j);
-                }
-            }
-            workgroupBarrier();
-            if (j < VB && i0 + j < nb) {
-                var dot = 0.0;
-                for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * vs[j * KS + d]; }
-                sc[i0 + j] = dot * p.qk_scale;
-            }
-            workgroupBarrier();
-        }
-        var run = sc[j];
-        mx[j] = run;
-        for (var off = 1u; off < HD; off = off * 2u) {  // prefix max (exact in any order)
-            workgroupBarrier();
-            var o = NEG_BIG;
-            if (j >= off) { o = mx[j - off]; }
-            workgroupBarrier();
-            run = max(run, o);
-            mx[j] = run;
-        }
+        if (b + j < end) { sc[j] = score((b + j - w.buf_base) * p.n_kv + g, b + j); }
         workgroupBarrier();
-        let m_blk = max(m, mx[nb - 1u]);  // read before the sub-block barriers let the next block rewrite mx
-        if (j < nb) {
-            var m_old = m;
-            if (j > 0u) { m_old = max(m, mx[j - 1u]); }
-            let m_new = max(m, mx[j]);
-            cs[j] = exp(m_old - m_new);
-            es[j] = exp(sc[j] - m_new);
+        let nb = min(HD, end - b);
+        for (var i = 0u; i < nb; i = i + 1u) {
+            let s = sc[i];
+            let m_new = max(m, s);
+            let c_old = exp(m - m_new);
+            let e = exp(s - m_new);
+            l = l * c_old + e;
+            acc = acc * c_old + e * v_elem(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * V_WORDS, j);
+            m = m_new;
         }
-        for (var i0 = 0u; i0 < nb; i0 = i0 + VB) {
-            let nv = min(VB, nb - i0);
-            for (var i = 0u; i < VB; i = i + 1u) {  // a fixed trip count: the loads are all in flight at once
-                if (i < nv) { vs[i * HD + j] = v_elem(w.v_off + ((b + i0 + i - w.buf_base) * p.n_kv + g) * V_WORDS, j); }
-            }
-            workgroupBarrier();
-            for (var i = 0u; i < nv; i = i + 1u) {  // the serial fold, in position order
-                let c_old = cs[i0 + i];
-                let e = es[i0 + i];
-                l = l * c_old + e;
-                acc = acc * c_old + e * vs[i * HD + j];
-            }
-            workgroupBarrier();  // vs is refilled (and sc/mx/cs/es rewritten) only after every fold read it
-        }
-        m = m_blk;
+        workgroupBarrier();  // the block's scores are read by all before the next block overwrites them
     }
     if (MUT_NORMALISE) {  // bug (3): normalise at the window boundary and carry on
         acc = acc / l;
