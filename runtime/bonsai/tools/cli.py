@@ -103,16 +103,31 @@ def with_tools_option(command: click.Command) -> click.Command:
         )
     )
 
-    def callback(tool_names: str | None, root: Path | None, **options):
+    command.params.append(
+        click.Option(["--tool-choice"], type=click.Choice(["auto", "required"]), default="auto", show_default=True,
+                     help="required: each answer must begin with a tool call (small models rarely call unasked).")
+    )  # fmt: skip
+
+    command.params.append(
+        click.Option(["--parallel-calls/--no-parallel-calls"], default=True, show_default=True,
+                     help="Allow several tool calls in one reply.")
+    )  # fmt: skip
+
+    def callback(
+        tool_names: str | None, root: Path | None, tool_choice: str, parallel_calls: bool, **options
+    ):
         if not tool_names:
             return original(**options)
-        return interactive_tool_chat(builtin_registry(tool_names, root), **options)
+        registry = builtin_registry(tool_names, root)
+        return interactive_tool_chat(
+            registry, tool_choice=tool_choice, parallel_calls=parallel_calls, **options
+        )
 
     command.callback = callback
     return command
 
 
-def interactive_tool_chat(registry, *, model, kv, window, vram_budget, max_positions, max_tokens, temperature,
+def interactive_tool_chat(registry, *, tool_choice="auto", parallel_calls=True, model, kv, window, vram_budget, max_positions, max_tokens, temperature,
                           top_k, top_p, seed, system) -> None:  # fmt: skip
     """`bonsai chat --tools ...`: read a line, answer it through the tool loop, until an empty line."""
     import sys
@@ -128,7 +143,9 @@ def interactive_tool_chat(registry, *, model, kv, window, vram_budget, max_posit
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
     sampling = Sampling(temperature, top_k, top_p, seed)
     loop = ToolLoop(engine_generate(engine, max_tokens, sampling), engine.tokenizer, registry, prompt,
-                    on_text=lambda piece: click.echo(piece, nl=False), on_step=show_step)  # fmt: skip
+                    tool_choice=tool_choice, parallel_calls=parallel_calls,
+                    on_text=lambda piece: click.echo(piece, nl=False),
+                    on_step=show_step)  # fmt: skip
     messages: list[dict] = [{"role": "system", "content": system}] if system else []
     while True:
         click.echo(">>> ", nl=False, err=True)
