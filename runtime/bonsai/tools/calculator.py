@@ -38,7 +38,11 @@ def _check_size(value: int | float) -> int | float:
 def _walk(node: ast.AST) -> int | float:
     if isinstance(node, ast.Expression):
         return _walk(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _check_size(_UNARY[type(node.op)](_walk(node.operand)))

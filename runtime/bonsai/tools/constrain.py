@@ -151,7 +151,7 @@ class ToolCallConstraint:
                 if self.matched == len(OPEN):
                     self.state, self.matched = self.matcher.start(), 0
                 continue
-            nxt = self.matcher.advance(self.state, b)
+            nxt: State | None = self.matcher.advance(self.state, b)
             if nxt and self.matcher.done(nxt):
                 self.calls += 1
                 nxt = self._after_call(self.calls)

@@ -103,8 +103,11 @@ class TokenTrie:
                     ranges.append((lo[child], hi[child]))
                     continue
                 if tokens[child]:
-                    check = forced_byte is not None and blank[child] and children[child]
-                    forced = forced_byte(nxt) if check else None
+                    forced = (
+                        forced_byte(nxt)
+                        if forced_byte is not None and blank[child] and children[child]
+                        else None
+                    )
                     if forced is None or not any(b2 == forced and tokens[c2] for b2, c2 in children[child]):
                         ids.extend(tokens[child])
                 if children[child]:

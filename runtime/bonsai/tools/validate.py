@@ -42,7 +42,8 @@ def parse_char_class_pattern(pattern: str, where: str) -> tuple[str, bool]:
     m = _CLASS_PATTERN.match(pattern)
     if not m:
         raise ToolDefinitionError(f"{where}: pattern {pattern!r} unsupported; use ^[chars]+$ or ^[chars]*$")
-    body, chars, i = m.group(1), [], 0
+    body, i = m.group(1), 0
+    chars: list[str] = []
     while i < len(body):
         c = body[i + 1] if body[i] == "\\" else body[i]
         step = 2 if body[i] == "\\" else 1
