@@ -16,14 +16,17 @@ from .parser import ToolCallParser, parse_text
 from .prompt import ToolPrompt
 from .registry import Tool, ToolRegistry, ToolResult, tool
 
-_LAZY = {"ToolCallConstraint": "constrain", "vocabulary": "constrain", "TokenTrie": "trie"}
-
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
+    """Constrained decoding (numpy) loads on first use; literal imports so bonsai-sync sees them."""
+    if name in ("ToolCallConstraint", "vocabulary"):
+        from . import constrain
 
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        return getattr(constrain, name)
+    if name == "TokenTrie":
+        from .trie import TokenTrie
+
+        return TokenTrie
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
