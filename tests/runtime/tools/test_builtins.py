@@ -128,3 +128,17 @@ def test_builtin_registry_selection():
         builtin_registry("read_file")
     with pytest.raises(ToolDefinitionError, match="unknown built-in tool 'web'"):
         builtin_registry("web")
+
+
+def test_mutation_without_symlink_resolution_is_caught(tree, monkeypatch):
+    """Inject a bug: join without resolving symlinks. The escape test's `leak.txt` case then reads
+    the secret outside the root, so that test would fail."""
+    import bonsai.tools.files as files
+
+    def unresolved(root, relative):
+        if ".." in relative or relative.startswith("/"):
+            raise ToolExecutionError("refused")
+        return root / relative
+
+    monkeypatch.setattr(files, "resolve_inside", unresolved)
+    assert make_file_lookup(tree)({"path": "leak.txt"}) == "top secret"

@@ -60,6 +60,10 @@ def test_bonsai_chat_gets_a_tools_option_that_routes_to_the_tool_loop(monkeypatc
         main, ["chat", "--tools", "calculator,clock", "--system", "Be brief.", "--tool-choice", "required"]
     )
     assert out.exit_code == 0, out.output
-    assert seen["tools"] == ["calculator", "clock"] and seen["system"] == "Be brief." and seen["tool_choice"] == "required"
+    assert (
+        seen["tools"] == ["calculator", "clock"]
+        and seen["system"] == "Be brief."
+        and seen["tool_choice"] == "required"
+    )
     bad = CliRunner().invoke(main, ["chat", "--tools", "web"])
     assert bad.exit_code == 2 and "unknown built-in tool 'web'" in bad.output

@@ -287,3 +287,16 @@ def test_calculator_expression_is_limited_to_its_pattern(expression, ok):
     )
     assert m.done(m.feed(m.start(with_open_tag=True), text)) is ok
     assert (errors({"expression": expression.decode()}, REGISTRY.get("calculator").parameters) == []) is ok
+
+
+def test_mutation_dropping_required_properties_is_caught():
+    """Inject a bug: the grammar forgets `required`. The refusal check above then fails to refuse."""
+    from bonsai.tools.grammar import ObjNode
+
+    m = _matcher_for(REGISTRY.get("calculator"))
+    args = m.node.options[0].values[1]
+    assert isinstance(args, ObjNode)
+    missing = b'<tool_call>{"name": "calculator", "arguments": {}}</tool_call>'
+    assert m.feed(m.start(with_open_tag=True), missing) == ()
+    args.required = frozenset()
+    assert m.done(m.feed(m.start(with_open_tag=True), missing))
