@@ -93,7 +93,9 @@ def _fold_constants(filename: str, case: Case, mutate: str) -> dict[str, object]
     if "ROW_WORDS" in wanted:
         return {**common, "ROW_WORDS": case.row_words, "Q4": case.mode != "f32"}
     bits = 32 if case.mode == "f32" else 4
-    row = {"BITS": bits, "BLOCK": case.head_dim, "WORDS": case.row_words}
+    row: dict[str, object] = {"BITS": bits, "BLOCK": case.head_dim, "WORDS": case.row_words}
+    if "K_ASYM" in wanted:  # symmetric rows here; asymmetric (min/max) formats are not exercised
+        row["ASYM"] = False
     return {**common, "K_C4": False, "GROUP": 32, **{f"{kv}_{key}": value for kv in "KV" for key, value in row.items()}}
 
 
