@@ -8,21 +8,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
 from . import shaders
+from .backend import Kernel, round_up
 
-_STORAGE_FLAGS = ("STORAGE", "COPY_DST", "COPY_SRC")
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A compiled compute pipeline and the name of the shader it came from."""
-
-    name: str
-    pipeline: Any = field(compare=False, repr=False)
+__all__ = ["Gpu", "Kernel"]
 
 
 def _quiet_vulkan() -> None:
@@ -62,12 +54,11 @@ class Gpu:
             import wgpu
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise GpuUnavailableError("wgpu is not installed: pip install 'bonsai[runtime]'") from exc
+        cause: Exception | None = None
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
         except Exception as exc:  # wgpu raises plain RuntimeError when no adapter exists
             adapter, cause = None, exc
-        else:
-            cause = None
         if adapter is None:
             raise GpuUnavailableError(
                 "no GPU adapter found; on a machine without a GPU install lavapipe "
@@ -94,7 +85,7 @@ class Gpu:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
         U = self._wgpu.BufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
-        return self.device.create_buffer(size=max(16, _round_up(nbytes, 4)), usage=usage)
+        return self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=usage)
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview or a numpy array).
@@ -159,7 +150,7 @@ class Gpu:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
         self.flush()
         size = buf.size - offset if nbytes is None else nbytes
-        return bytes(self.queue.read_buffer(buf, offset, _round_up(size, 4)))[:size]
+        return bytes(self.queue.read_buffer(buf, offset, round_up(size, 4)))[:size]
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
         """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
@@ -263,6 +254,3 @@ class _StagingRing:
     def submitted(self, buf: Any) -> None:
         self.mapped[self.bufs.index(buf)] = False
 
-
-def _round_up(n: int, multiple: int) -> int:
-    return (n + multiple - 1) // multiple * multiple
