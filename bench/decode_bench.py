@@ -82,7 +82,8 @@ def dispatch_cost_us(gpu, n=2000):
 
 def bench_gpu(a, ids):
     engine = Engine.load(a.model, kv=a.kv, window=a.window, progress=False)
-    engine.model.submit_every = a.submit_every
+    if a.submit_every is not None:
+        engine.model.submit_every = a.submit_every
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
@@ -191,7 +192,8 @@ def main() -> None:
     p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
     p.add_argument("--window", type=int, default=256)
     p.add_argument("--no-reference", action="store_true")
-    p.add_argument("--submit-every", type=int, default=0, help="submit every N layers (0: once per step)")
+    p.add_argument("--submit-every", type=int, default=None,
+                   help="submit every N layers (0: once per step; default: the engine's)")
     p.add_argument("--variant", default="auto", help="attention kernel variant: auto, wide, split, serial")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
@@ -202,7 +204,8 @@ def main() -> None:
     from bonsai.tokenizer import Tokenizer
 
     tok = Tokenizer.from_gguf(GGUFReader(resolve_model(a.model)))
-    ids = (tok.encode(PROMPT) * 8)[: a.prompt_tokens]
+    base = tok.encode(PROMPT)
+    ids = (base * (1 + a.prompt_tokens // len(base)))[: a.prompt_tokens]  # (was * 8: capped at 416 tokens)
     rows = [bench_gpu(a, ids)]
     if not a.no_reference:
         rows.append(bench_reference(a, ids))
