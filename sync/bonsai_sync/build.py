@@ -104,6 +104,20 @@ def default_freshness_gate(config: Any, surface_name: str) -> tuple[str, ...]:
     return tuple(plan.third_party)
 
 
+def refuse_hand_edits(workspace: Any, names: tuple[str, ...]) -> None:
+    """Before `build` syncs: a copy edited by hand is refused (naming each file), never overwritten."""
+    from .check import EDITED, stale_files
+
+    edited = []
+    for surface in workspace.surfaces(names):
+        plan = workspace.plan(surface)
+        edited += [f"{s.path}: {s.reason}" for s in stale_files(workspace.root, plan, workspace.lock_text(plan))
+                   if s.reason == EDITED]
+    if edited:
+        raise StaleSurfaceError(*edited, "not building over hand edits: move the change into the runtime "
+                                "(the only copy edited by hand), or run `bonsai-sync sync` to discard it")
+
+
 def check_app_imports(root: Path, src: Path, vendor: Path, surface_name: str) -> None:
     """Every `bonsai` module the hand-written app imports must be in the synced copy (`path:line` if not)."""
     problems = []

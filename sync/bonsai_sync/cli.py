@@ -112,3 +112,28 @@ def graph(ctx: click.Context, surface: str, fmt: str) -> None:
     from . import commands
 
     sys.exit(commands.graph(_workspace(ctx), surface, fmt))
+
+
+@main.command()
+@surface_option
+@click.option("--dist", "dist_dir", type=click.Path(file_okay=False, path_type=Path), default="dist",
+              show_default=True, help="Where the bundles go (relative to --root).")
+@click.pass_context
+def build(ctx: click.Context, surfaces: tuple[str, ...], dist_dir: Path) -> None:
+    """Sync, check, then build each surface's bundle reproducibly; print where it went and its size.
+
+    Refuses (exit 1), naming the files, when a surface's copy was edited by hand (sync would
+    overwrite the edit) or is still stale after the sync.
+    """
+    from . import commands
+    from .build import BUILDERS, build_surface, describe, refuse_hand_edits
+
+    ws = _workspace(ctx)
+    names = surfaces or tuple(s.name for s in ws.config.surfaces if s.name in BUILDERS)
+    refuse_hand_edits(ws, names)
+    code = commands.sync(ws, names, False, False)
+    if code:
+        sys.exit(code)
+    dist = dist_dir if dist_dir.is_absolute() else ws.root / dist_dir
+    for name in names:
+        click.echo(f"{name}: {describe(build_surface(ws.config, name, dist), ws.root)}")

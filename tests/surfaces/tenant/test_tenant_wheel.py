@@ -178,3 +178,34 @@ def test_a_dependency_the_surface_imports_but_does_not_declare_stops_the_build(t
     with pytest.raises(BuildError) as info:
         build_surface(config(repo), "tenant", tmp_path / "dist")
     assert str(info.value).startswith(f"{pyproject}: the surface imports {imported}, which no declared distribution")
+
+
+def bonsai_sync(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bonsai_sync", "--root", str(repo), *args], capture_output=True,
+                          text=True)
+
+
+def test_the_build_command_syncs_an_upstream_change_then_prints_where_the_wheel_went(tenant_repo, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(tenant_repo, repo)
+    source = repo / "runtime" / "bonsai" / "errors.py"
+    source.write_text(source.read_text() + "# changed upstream\n")
+    done = bonsai_sync(repo, "build", "--surface", "tenant")
+    assert done.returncode == 0, done.stderr
+    wheel = repo / "dist" / "bonsai_tenant-0.1.0-py3-none-any.whl"
+    assert f"tenant: dist/{wheel.name}  " in done.stdout and f"({wheel.stat().st_size} bytes)" in done.stdout
+    assert "# changed upstream" in zipfile.ZipFile(wheel).read("bonsai/errors.py").decode()
+
+
+def test_the_build_command_refuses_a_hand_edited_copy_naming_the_file(tenant_repo, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(tenant_repo, repo)
+    edited = repo / "surfaces" / "tenant" / "vendor" / "bonsai" / "errors.py"
+    edited.write_text(edited.read_text() + "# patched by hand\n")
+    done = bonsai_sync(repo, "build", "--surface", "tenant")
+    assert done.returncode == 1
+    assert "surfaces/tenant/vendor/bonsai/errors.py: edited by hand" in done.stderr
+    assert "# patched by hand" in edited.read_text()  # the edit is not silently overwritten
+    assert not (repo / "dist").exists()
