@@ -80,7 +80,7 @@ def build_surface(config: Any, surface_name: str, dist_dir: str | Path,
     vendor = root / surface.dest
     if not (vendor / LOCK_NAME).is_file():
         raise StaleSurfaceError(f"{surface.dest}: no {LOCK_NAME}; run `bonsai-sync sync --surface {surface_name}`")
-    src = root / "surfaces" / surface_name / "src"
+    src = root / "surfaces" / surface_name / APP_DIRS.get(surface_name, "src")
     check_app_imports(root, src, vendor, surface_name)
     if third_party is not None:
         third_party = tuple(sorted({*third_party, *app_third_party(src)}))
@@ -318,4 +318,15 @@ def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple
     return _publish(target, dist)
 
 
-BUILDERS: dict[str, Callable[[Path, Path, Path, Path, tuple[str, ...] | None], Path]] = {"os": build_os, "tenant": build_tenant}
+def build_browser_extension(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
+    """dist/bonsai-extension.zip from the verified synced closure (see build_extension.py)."""
+    from .build_extension import build_extension
+
+    return build_extension(root, dist, closure_dir=vendor)
+
+
+# Where each surface's hand-written Python lives (checked for imports the synced copy lacks).
+APP_DIRS = {"os": "src", "tenant": "src", "extension": "app"}
+BUILDERS: dict[str, Callable[[Path, Path, Path, Path, tuple[str, ...] | None], Path]] = {
+    "os": build_os, "tenant": build_tenant, "extension": build_browser_extension,
+}

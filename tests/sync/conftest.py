@@ -66,3 +66,9 @@ def scenario(tmp_path: Path):
         return Repo(root)
 
     return copy
+
+
+@pytest.fixture
+def repo_at():
+    """`repo_at(path)` -> a Repo over an existing tree (for repos built by the test itself)."""
+    return Repo

@@ -34,13 +34,11 @@ print(pygments.__file__)
 
 
 @pytest.fixture
-def repo(scenario, tmp_path: Path):
-    from conftest import Repo
-
+def repo(repo_at, tmp_path: Path):
     root = tmp_path / "pygments-repo"
     shutil.copytree(Path(pygments.__file__).parent, root / "src/pygments", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "pyproject.toml").write_text(CONFIG)
-    return Repo(root)
+    return repo_at(root)
 
 
 def test_without_hints_every_non_literal_import_is_reported_at_its_line(repo):

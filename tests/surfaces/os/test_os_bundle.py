@@ -88,7 +88,7 @@ def test_an_app_import_missing_from_the_copy_stops_the_build_with_file_and_line(
 def test_a_surface_without_a_bundle_is_a_usage_error(os_repo):
     from bonsai_sync.errors import UsageError
 
-    with pytest.raises(UsageError, match="buildable: os, tenant"):
+    with pytest.raises(UsageError, match="buildable: extension, os, tenant"):
         build_surface(config(os_repo), "extension-nope", "/nonexistent")
 
 
