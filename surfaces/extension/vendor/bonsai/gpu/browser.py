@@ -1,0 +1,302 @@
+"""The browser GPU backend: the `Gpu` verbs over `navigator.gpu` in Pyodide, blocking through JSPI.
+
+Same verbs and semantics as the native `bonsai.gpu.device.Gpu` (buffer, upload, write, read, copy,
+wait, kernel, dispatch, flush), so code above the seam runs unchanged on either backend. Awaiting a
+WebGPU promise (adapter, device, pipeline compilation, `mapAsync`, `onSubmittedWorkDone`) uses
+`pyodide.ffi.run_sync`, which suspends the WebAssembly stack through JSPI: no busy-waiting, but the
+Python code must have been entered through `pyodide.runPythonAsync` (or `callPromising`).
+
+Device loss: `device.lost` resolves -> `lost` holds the reason and every later verb that submits or
+waits raises `DeviceLostError`; recover as natively, with a fresh `BrowserGpu.create()` and
+re-uploaded state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
+from . import shaders
+from .backend import GpuValidationError, Kernel, round_up
+
+# Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
+_WANTED_LIMITS = (
+    "maxStorageBufferBindingSize",
+    "maxBufferSize",
+    "maxStorageBuffersPerShaderStage",
+    "maxComputeWorkgroupStorageSize",
+    "maxComputeInvocationsPerWorkgroup",
+    "maxComputeWorkgroupSizeX",
+)
+
+
+def _ffi() -> tuple[Any, Any, Any, Any]:
+    """(js, run_sync, to_js, create_proxy): Pyodide's bridge, imported only inside a browser."""
+    try:
+        import js
+        from pyodide.ffi import create_proxy, run_sync, to_js
+    except ImportError as exc:
+        raise GpuUnavailableError("BrowserGpu runs only inside Pyodide; natively use bonsai.gpu.Gpu") from exc
+    return js, run_sync, to_js, create_proxy
+
+
+class BrowserGpu:
+    """One WebGPU device of the page, with the same caches and batching as the native `Gpu`."""
+
+    def __init__(self, device: Any, adapter: Any) -> None:
+        self._js, self._run_sync, self._to_js, self._create_proxy = _ffi()
+        self.device = device
+        self.adapter = Adapter(adapter)
+        self.queue = device.queue
+        self._kernels: dict[tuple, Kernel] = {}
+        self._bind_groups: dict[tuple, Any] = {}
+        self._encoder: Any = None
+        self._pass: Any = None
+        self._pass_ops: tuple[Any, Any, Any] = (None, None, None)
+        self._errors: list[str] = []
+        self.lost: str | None = None
+        self.dispatch_count = 0
+        # JS keeps these callbacks; the proxies live as long as this object.
+        self._on_lost_proxy = self._create_proxy(self._on_lost)
+        device.lost.then(self._on_lost_proxy)
+        self._on_error_proxy = self._create_proxy(self._on_error)
+        device.addEventListener("uncapturederror", self._on_error_proxy)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def create(cls, power_preference: str = "high-performance") -> BrowserGpu:
+        """Open the page's WebGPU adapter and a device on it with the adapter's full limits."""
+        js, run_sync, to_js, _ = _ffi()
+        gpu: Any = getattr(js.navigator, "gpu", None)
+        if _is_null(gpu):
+            raise GpuUnavailableError(
+                "this browser exposes no WebGPU (navigator.gpu is undefined); use a current Chrome or "
+                "Chromium, or start it with --enable-unsafe-webgpu"
+            )
+        adapter = run_sync(gpu.requestAdapter(to_js({"powerPreference": power_preference},
+                                                     dict_converter=js.Object.fromEntries)))
+        if _is_null(adapter):
+            raise GpuUnavailableError("navigator.gpu.requestAdapter() found no adapter; enable WebGPU "
+                                      "(chrome://gpu shows why it is off)")
+        limits = {name: getattr(adapter.limits, name) for name in _WANTED_LIMITS}
+        try:
+            device = run_sync(adapter.requestDevice(to_js({"requiredLimits": limits},
+                                                          dict_converter=js.Object.fromEntries)))
+        except Exception as exc:  # a JsException from a rejected promise
+            raise GpuUnavailableError(f"WebGPU adapter refused a device: {exc}") from exc
+        return cls(device, adapter)
+
+    @property
+    def description(self) -> str:
+        info = self.adapter.info
+        name = info["description"] or info["device"] or info["vendor"] or "unknown adapter"
+        return f"{name} (WebGPU, {info['architecture'] or 'unknown architecture'}, {info['adapter_type']})"
+
+    @property
+    def max_binding_bytes(self) -> int:
+        return int(self.device.limits.maxStorageBufferBindingSize)
+
+    # ---- buffers ------------------------------------------------------------------------
+    def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        U = self._js.GPUBufferUsage
+        usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
+        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 4)), "usage": usage}))
+
+    def upload(self, data: Any, *, uniform: bool = False) -> Any:
+        """A new buffer holding `data` (bytes, memoryview, array.array)."""
+        view = memoryview(data).cast("B")
+        buf = self.buffer(view.nbytes, uniform=uniform)
+        self.write(buf, view)
+        return buf
+
+    def write(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
+        self.flush()
+        view = memoryview(data).cast("B")
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        # Zero-copy: a typed-array view of the Python buffer, released right after the call.
+        proxy = self._create_proxy(view)
+        js_view = proxy.getBuffer("u8")
+        try:
+            self.queue.writeBuffer(buf, offset, js_view.data)
+        finally:
+            js_view.release()
+            proxy.destroy()
+
+    def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
+        """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
+        self.flush()
+        size = int(buf.size) - offset if nbytes is None else nbytes
+        padded = round_up(size, 4)
+        U = self._js.GPUBufferUsage
+        staging = self.device.createBuffer(self._obj({"size": max(4, padded), "usage": U.MAP_READ | U.COPY_DST}))
+        try:
+            encoder = self.device.createCommandEncoder()
+            encoder.copyBufferToBuffer(buf, offset, staging, 0, padded)
+            self.queue.submit(self._to_js([encoder.finish()]))
+            self._await(staging.mapAsync(self._js.GPUMapMode.READ), "reading a buffer back")
+            data = staging.getMappedRange(0, padded).to_bytes()[:size]
+            staging.unmap()
+        finally:
+            staging.destroy()
+        self._raise_errors()
+        return data
+
+    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
+        self._end_pass()
+        self._open_encoder().copyBufferToBuffer(src, src_offset, dst, dst_offset, nbytes)
+
+    def wait(self) -> None:
+        """Block (suspending through JSPI, not spinning) until the queue has finished its work."""
+        self.flush()
+        self._await(self.queue.onSubmittedWorkDone(), "waiting for the GPU")
+        self._raise_errors()
+
+    # ---- kernels ------------------------------------------------------------------------
+    def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
+        """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
+        key = (package, filename, entry, tuple(sorted(constants.items())))
+        cached = self._kernels.get(key)
+        if cached is not None:
+            return cached
+        name = f"{package}/{filename}"
+        code = shaders.render(shaders.load_source(package, filename), constants, name=name)
+        # An error scope keeps a bad shader's validation error here, not in a later read.
+        self.device.pushErrorScope("validation")
+        try:
+            pipeline, problems = self._compile(name, code, entry)
+        finally:
+            scoped = self._run_sync(self.device.popErrorScope())
+        if problems or not _is_null(scoped):
+            raise ShaderError("\n".join(problems) or f"{name}: {scoped.message}")
+        kernel = Kernel(name, pipeline)
+        self._kernels[key] = kernel
+        return kernel
+
+    def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
+        """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
+        if isinstance(groups, int):
+            groups = (groups,)
+        key = (id(kernel.pipeline), *(id(b) for b in buffers))
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)]
+            bind_group = self.device.createBindGroup(
+                self._obj({"label": kernel.name, "layout": kernel.pipeline.getBindGroupLayout(0), "entries": entries})
+            )
+            # keep the buffers alive with the bind group so ids cannot be reused while cached
+            self._bind_groups[key] = bind_group
+            self._bind_groups[(key, "refs")] = tuple(buffers)
+        if self._pass is None:
+            self._pass = self._open_encoder().beginComputePass()
+            # bound methods looked up once per pass: each JS attribute lookup costs a round trip
+            self._pass_ops = (self._pass.setPipeline, self._pass.setBindGroup, self._pass.dispatchWorkgroups)
+        set_pipeline, set_bind_group, dispatch_workgroups = self._pass_ops
+        set_pipeline(kernel.pipeline)
+        set_bind_group(0, bind_group)
+        dispatch_workgroups(*groups)
+        self.dispatch_count += 1
+
+    def _compile(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
+        """(pipeline or None, compiler errors as `name:line:col: message`)."""
+        module = self.device.createShaderModule(self._obj({"label": name, "code": code}))
+        info = self._await(module.getCompilationInfo(), f"compiling {name}")
+        problems = [f"{name}:{m.lineNum}:{m.linePos}: {m.message}" for m in info.messages if m.type == "error"]
+        if problems:
+            return None, problems
+        descriptor = {"label": name, "layout": "auto", "compute": {"module": module, "entryPoint": entry}}
+        try:
+            return self._run_sync(self.device.createComputePipelineAsync(self._obj(descriptor))), []
+        except Exception as exc:  # GPUPipelineError arrives as a JsException
+            return None, [f"{name}: {_js_message(exc)}"]
+
+    def forget_bindings(self) -> None:
+        """Drop cached bind groups (call after freeing many buffers)."""
+        self._bind_groups.clear()
+
+    def flush(self) -> None:
+        """Submit everything recorded so far."""
+        if self.lost is not None:
+            raise DeviceLostError(f"the WebGPU device was lost ({self.lost}); create a new BrowserGpu")
+        if self._encoder is None:
+            return
+        self._end_pass()
+        self.queue.submit(self._to_js([self._encoder.finish()]))
+        self._encoder = None
+
+    def destroy(self) -> None:
+        """Destroy the device (its `lost` promise then resolves with reason "destroyed")."""
+        self.device.destroy()
+
+    # ---- internals ----------------------------------------------------------------------
+    def _obj(self, value: dict) -> Any:
+        """A Python descriptor as a plain JS object (nested dicts and lists too)."""
+        return self._to_js(value, dict_converter=self._js.Object.fromEntries)
+
+    def _await(self, promise: Any, doing: str) -> Any:
+        """Suspend until `promise` settles; a rejection after device loss is a DeviceLostError."""
+        try:
+            return self._run_sync(promise)
+        except Exception as exc:
+            self._run_sync(self._js.Promise.resolve(None))  # let a pending `lost` callback run
+            if self.lost is not None:
+                raise DeviceLostError(f"the WebGPU device was lost while {doing} ({self.lost})") from exc
+            raise GpuValidationError(f"WebGPU failed while {doing}: {_js_message(exc)}") from exc
+
+    def _raise_errors(self) -> None:
+        if self.lost is not None:
+            raise DeviceLostError(f"the WebGPU device was lost ({self.lost}); create a new BrowserGpu")
+        if self._errors:
+            first, more = self._errors[0], len(self._errors) - 1
+            self._errors.clear()
+            raise GpuValidationError(first + (f" (and {more} more)" if more else ""))
+
+    def _on_lost(self, info: Any) -> None:
+        self.lost = f"{info.reason}: {info.message}" if info.message else str(info.reason)
+
+    def _on_error(self, event: Any) -> None:
+        self._errors.append(str(event.error.message))
+
+    def _open_encoder(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self.device.createCommandEncoder()
+        return self._encoder
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+
+class Adapter:
+    """The JS GPUAdapter, with `info` as a dict of wgpu-py's keys: code written against the native
+    seam (e.g. `gpu.adapter.info["adapter_type"]`) reads both backends alike; `js` is the adapter."""
+
+    def __init__(self, js_adapter: Any) -> None:
+        self.js = js_adapter
+
+    @property
+    def info(self) -> dict[str, str]:
+        raw = self.js.info
+        fields = {key: str(getattr(raw, key, "") or "") for key in ("vendor", "architecture", "device", "description")}
+        software = bool(getattr(raw, "isFallbackAdapter", False)) or fields["architecture"] == "swiftshader"
+        return {**fields, "adapter_type": "CPU" if software else "Unknown", "backend_type": "WebGPU"}
+
+    @property
+    def limits(self) -> Any:
+        return self.js.limits
+
+
+def _is_null(value: Any) -> bool:
+    """JS null/undefined as Pyodide hands it over: None, or `pyodide.ffi.jsnull` in Pyodide >= 0.27."""
+    return value is None or type(value).__name__ == "JsNull"
+
+
+def _js_message(exc: BaseException) -> str:
+    """The message of a JS error carried by a JsException (its `.message`), else str(exc)."""
+    js_error = getattr(exc, "js_error", None)
+    message = getattr(js_error, "message", None)
+    return str(message) if message else str(exc)

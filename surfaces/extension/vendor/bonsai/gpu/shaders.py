@@ -1,0 +1,39 @@
+"""Load WGSL kernels from package resources and fill their `{{NAME}}` constants strictly."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from ..errors import ShaderError
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Z_][A-Z0-9_]*)\s*\}\}")
+
+
+@cache
+def load_source(package: str, filename: str) -> str:
+    """The text of `filename` inside `package` (e.g. "bonsai.kv", "attention.wgsl")."""
+    try:
+        return resources.files(package).joinpath(filename).read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise ShaderError(f"{package}/{filename}: shader not found") from exc
+
+
+def render(source: str, constants: dict[str, object], *, name: str) -> str:
+    """Replace every `{{NAME}}` with `constants[NAME]`; missing or unused constants are errors."""
+    wanted = set(_PLACEHOLDER.findall(source))
+    missing = sorted(wanted - constants.keys())
+    unused = sorted(constants.keys() - wanted)
+    if missing:
+        raise ShaderError(f"{name}: no value for template constant(s) {', '.join(missing)}")
+    if unused:
+        raise ShaderError(f"{name}: constant(s) {', '.join(unused)} not used by the shader")
+
+    def value(match: re.Match[str]) -> str:
+        v = constants[match.group(1)]
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v)
+
+    return _PLACEHOLDER.sub(value, source)

@@ -1,0 +1,256 @@
+"""The native GPU backend: one wgpu-py device, compiled kernels, buffers, and batched dispatches.
+
+`Gpu` is the seam the rest of the runtime talks to. Everything above it uses only these verbs:
+`buffer`, `upload`, `write`, `read`, `kernel`, `dispatch`, `flush`. A browser backend (Pyodide +
+`navigator.gpu`) can implement the same verbs; nothing above this module imports wgpu.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import GpuUnavailableError, ShaderError
+from . import shaders
+from .backend import Kernel, round_up
+
+__all__ = ["Gpu", "Kernel"]
+
+
+def _quiet_vulkan() -> None:
+    """Vulkan loaders complain without XDG_RUNTIME_DIR; give them a private writable one."""
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        path = os.path.join("/tmp", f"bonsai-xdg-{os.getuid()}")
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = path
+
+
+class Gpu:
+    """One wgpu device plus the caches that make repeated work cheap.
+
+    Dispatches are recorded into one open compute pass and submitted by `flush` (or implicitly by
+    `write`/`read`, which must see every earlier dispatch finished or ordered before them).
+    """
+
+    def __init__(self, device: Any, adapter: Any) -> None:
+        import wgpu
+
+        self._wgpu = wgpu
+        self.device = device
+        self.adapter = adapter
+        self.queue = device.queue
+        self._kernels: dict[tuple, Kernel] = {}
+        self._bind_groups: dict[tuple, Any] = {}
+        self._encoder: Any = None
+        self._pass: Any = None
+        self.dispatch_count = 0
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def create(cls, power_preference: str = "high-performance") -> Gpu:
+        """Open the best adapter available (a real GPU, else lavapipe) and a device on it."""
+        _quiet_vulkan()
+        try:
+            import wgpu
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise GpuUnavailableError("wgpu is not installed: pip install 'bonsai[runtime]'") from exc
+        cause: Exception | None = None
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+        except Exception as exc:  # wgpu raises plain RuntimeError when no adapter exists
+            adapter, cause = None, exc
+        if adapter is None:
+            raise GpuUnavailableError(
+                "no GPU adapter found; on a machine without a GPU install lavapipe "
+                "(apt-get install mesa-vulkan-drivers libvulkan1)"
+            ) from cause
+        limits = adapter.limits
+        wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
+                  "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
+                  "max-compute-workgroup-size-x")
+        device = adapter.request_device_sync(required_limits={k: limits[k] for k in wanted if k in limits})
+        return cls(device, adapter)
+
+    @property
+    def description(self) -> str:
+        info = self.adapter.info
+        return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
+
+    @property
+    def max_binding_bytes(self) -> int:
+        return int(self.device.limits["max-storage-buffer-binding-size"])
+
+    # ---- buffers ------------------------------------------------------------------------
+    def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        U = self._wgpu.BufferUsage
+        usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
+        return self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=usage)
+
+    def upload(self, data: Any, *, uniform: bool = False) -> Any:
+        """A new buffer holding `data` (bytes, memoryview or a numpy array).
+
+        No flush: no dispatch recorded so far can use a buffer that did not exist, and the queue
+        write lands before the open encoder's work is submitted, so recording is not split.
+        """
+        view = memoryview(data).cast("B")
+        buf = self.buffer(view.nbytes, uniform=uniform)
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        self.queue.write_buffer(buf, 0, view)
+        return buf
+
+    def write(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
+        self.flush()
+        view = memoryview(data).cast("B")
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        self.queue.write_buffer(buf, offset, view)
+
+    def write_staged(self, buf: Any, data: Any, offset: int = 0, threads: int = 4) -> None:
+        """`write` for large blocks: host bytes go through a ring of mapped staging buffers, filled by
+        `threads` threads at once (numpy copies release the GIL), then copied on the GPU.
+
+        Same ordering as `write` (after every dispatch recorded so far); same bytes land. The
+        single-threaded host copy inside `queue.write_buffer` is what bounds plain writes.
+        """
+        import numpy as np
+
+        src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if src.nbytes % 4 or src.nbytes < (64 << 10):
+            self.write(buf, data, offset)
+            return
+        self.flush()
+        ring = self._staging_ring()
+        chunk = ring.chunk
+        for start in range(0, src.nbytes, chunk):
+            piece = src[start: start + chunk]
+            stage = ring.next()
+            dst = np.frombuffer(stage._experimental_get_mapped_range(0, piece.nbytes), np.uint8)
+            step = -(-piece.nbytes // threads // 4096) * 4096
+            parts = [(dst[i: i + step], piece[i: i + step]) for i in range(0, piece.nbytes, step)]
+            if len(parts) > 1 and piece.nbytes >= (1 << 20):
+                list(ring.pool.map(lambda pr: np.copyto(pr[0], pr[1]), parts))
+            else:
+                np.copyto(dst, piece)
+            del dst, parts
+            stage.unmap()
+            enc = self.device.create_command_encoder()
+            enc.copy_buffer_to_buffer(stage, 0, buf, offset + start, piece.nbytes)
+            self.queue.submit([enc.finish()])
+            ring.submitted(stage)
+
+    def _staging_ring(self) -> _StagingRing:
+        if not hasattr(self, "_ring"):
+            self._ring = _StagingRing(self)
+        return self._ring
+
+    def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
+        """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
+        self.flush()
+        size = buf.size - offset if nbytes is None else nbytes
+        return bytes(self.queue.read_buffer(buf, offset, round_up(size, 4)))[:size]
+
+    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
+        self._end_pass()
+        self._open_encoder().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+
+    def wait(self) -> None:
+        """Block until the queue is idle (wgpu 0.32's on_submitted_work_done_sync is broken)."""
+        self.flush()
+        if not hasattr(self, "_sync_buf"):
+            self._sync_buf = self.buffer(16)
+        self.queue.read_buffer(self._sync_buf, 0, 4)
+
+    # ---- kernels ------------------------------------------------------------------------
+    def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
+        """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
+        key = (package, filename, entry, tuple(sorted(constants.items())))
+        cached = self._kernels.get(key)
+        if cached is not None:
+            return cached
+        name = f"{package}/{filename}"
+        code = shaders.render(shaders.load_source(package, filename), constants, name=name)
+        try:
+            module = self.device.create_shader_module(label=name, code=code)
+            pipeline = self.device.create_compute_pipeline(
+                label=name, layout="auto", compute={"module": module, "entry_point": entry}
+            )
+        except Exception as exc:
+            raise ShaderError(f"{name}: {exc}") from exc
+        kernel = Kernel(name, pipeline)
+        self._kernels[key] = kernel
+        return kernel
+
+    def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
+        """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
+        if isinstance(groups, int):
+            groups = (groups,)
+        key = (id(kernel.pipeline), *(id(b) for b in buffers))
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            bind_group = self.device.create_bind_group(
+                layout=kernel.pipeline.get_bind_group_layout(0),
+                entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)],
+            )
+            # keep the buffers alive with the bind group so ids cannot be reused while cached
+            self._bind_groups[key] = bind_group
+            self._bind_groups[(key, "refs")] = tuple(buffers)
+        if self._pass is None:
+            self._pass = self._open_encoder().begin_compute_pass()
+        self._pass.set_pipeline(kernel.pipeline)
+        self._pass.set_bind_group(0, bind_group)
+        self._pass.dispatch_workgroups(*groups)
+        self.dispatch_count += 1
+
+    def forget_bindings(self) -> None:
+        """Drop cached bind groups (call after freeing many buffers)."""
+        self._bind_groups.clear()
+
+    def flush(self) -> None:
+        """Submit everything recorded so far."""
+        if self._encoder is None:
+            return
+        self._end_pass()
+        self.queue.submit([self._encoder.finish()])
+        self._encoder = None
+
+    # ---- internals ----------------------------------------------------------------------
+    def _open_encoder(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+
+class _StagingRing:
+    """MAP_WRITE staging buffers used in turn; one is re-mapped (waiting for its last copy) when reused."""
+
+    def __init__(self, gpu: Gpu, count: int = 4, chunk: int = 16 << 20, threads: int = 8) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        U = gpu._wgpu.BufferUsage
+        self.gpu, self.chunk = gpu, chunk
+        self.bufs = [gpu.device.create_buffer(size=chunk, usage=U.MAP_WRITE | U.COPY_SRC, mapped_at_creation=True)
+                     for _ in range(count)]
+        self.mapped = [True] * count
+        self.i = 0
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+
+    def next(self) -> Any:
+        j = self.i
+        self.i = (self.i + 1) % len(self.bufs)
+        if not self.mapped[j]:
+            self.bufs[j].map_sync(self.gpu._wgpu.MapMode.WRITE)  # waits for the copy that last read it
+            self.mapped[j] = True
+        return self.bufs[j]
+
+    def submitted(self, buf: Any) -> None:
+        self.mapped[self.bufs.index(buf)] = False
+
