@@ -45,7 +45,8 @@ def _registry(args: argparse.Namespace):
 
 
 def _model(args: argparse.Namespace) -> LoadedModel:
-    from .default_model import default_model_path
+    from bonsai.models import default_model_path
+
     from .model import load_model
 
     path = args.model if args.model is not None else default_model_path()

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from bonsai.errors import BonsaiError
+from bonsai.models import default_model_path
 from bonsai.tools import Tool, ToolRegistry
 from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
 from bonsai.tools.parser import ToolCallParser
 
-from .default_model import default_model_path
 from .errors import InvalidRequest, TenantError
 from .events import Event, Finish, TextDelta, ToolCall
 

