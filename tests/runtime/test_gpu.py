@@ -39,3 +39,37 @@ def test_template_fills_every_placeholder():
 def test_missing_shader_file_is_a_shader_error():
     with pytest.raises(ShaderError, match="bonsai.gpu/nope.wgsl: shader not found"):
         shaders.load_source("bonsai.gpu", "nope.wgsl")
+
+
+def _package_with(tmp_path, monkeypatch, files: dict[str, str]) -> str:
+    name = f"shaders_{tmp_path.name}"  # a fresh package per test: imported packages are cached
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for filename, text in files.items():
+        (pkg / filename).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shaders.load_source.cache_clear()
+    return name
+
+
+def test_include_lines_are_replaced_by_the_named_file(tmp_path, monkeypatch):
+    pkg = _package_with(tmp_path, monkeypatch, {
+        "main.wgsl": 'const A = 1;\n//#include "part.wgsl"\nfn main() {}\n',
+        "part.wgsl": "// part\nconst B = {{N}};\n",
+    })
+    assert shaders.load_source(pkg, "main.wgsl") == "const A = 1;\n// part\nconst B = {{N}};\nfn main() {}\n"
+
+
+def test_a_missing_include_names_the_including_shader(tmp_path, monkeypatch):
+    pkg = _package_with(tmp_path, monkeypatch, {"main.wgsl": '//#include "gone.wgsl"\n'})
+    with pytest.raises(ShaderError, match=rf"{pkg}/gone.wgsl: shader not found \(included from {pkg}/main.wgsl\)"):
+        shaders.load_source(pkg, "main.wgsl")
+
+
+def test_an_include_cycle_is_an_error(tmp_path, monkeypatch):
+    pkg = _package_with(tmp_path, monkeypatch, {
+        "a.wgsl": '//#include "b.wgsl"\n', "b.wgsl": '//#include "a.wgsl"\n',
+    })
+    with pytest.raises(ShaderError, match=r"include cycle \(a.wgsl -> b.wgsl -> a.wgsl\)"):
+        shaders.load_source(pkg, "a.wgsl")
