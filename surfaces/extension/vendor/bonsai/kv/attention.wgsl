@@ -26,86 +26,14 @@ struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, fir
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 + HD]
 
-const HD: u32 = {{HEAD_DIM}}u;
-// Row formats (bonsai/kv/formats.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
-// then f16 scales two per word. K_BLOCK values share a scale; K_C4: one scale per channel per
-// GROUP positions, carried by the group's rows (channel d's in row d / CPR of the group).
-const K_BITS: u32 = {{K_BITS}}u;
-const K_BLOCK: u32 = {{K_BLOCK}}u;
-const K_WORDS: u32 = {{K_WORDS}}u;
-const K_C4: bool = {{K_C4}};
-const K_ASYM: bool = {{K_ASYM}};  // asymmetric: value = code * scale + min (c4a: one word per channel)
-const V_BITS: u32 = {{V_BITS}}u;
-const V_BLOCK: u32 = {{V_BLOCK}}u;
-const V_WORDS: u32 = {{V_WORDS}}u;
-const V_ASYM: bool = {{V_ASYM}};  // asymmetric per row: one word = scale | min << 16
-const GROUP: u32 = {{GROUP}}u;
-const CPR: u32 = HD / GROUP;
-const K_PER: u32 = 32u / K_BITS;
-const V_PER: u32 = 32u / V_BITS;
-const K_VW: u32 = HD / K_PER;
-const K_QB: u32 = min(K_BITS, 16u);  // (f32 rows never reach the code path below)
-const K_MASK: u32 = (1u << K_QB) - 1u;
-const K_OFF: i32 = i32(1u << (K_QB - 1u));
-const V_VW: u32 = HD / V_PER;
-const V_QB: u32 = min(V_BITS, 16u);
-const V_MASK: u32 = (1u << V_QB) - 1u;
-const V_OFF: i32 = i32(1u << (V_QB - 1u));
-const NEG_BIG: f32 = -3.0e38;
-// Mutations for the test suite only (bonsai.kv.attention.Mutations); all false in the runtime.
-const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
-const MUT_GQA: bool = {{MUT_GQA}};
-const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
+//#include "kv_format.wgsl"
 
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 
-fn h2f(h: u32) -> f32 {
-    let e = (h >> 10u) & 31u;
-    let m = h & 1023u;
-    if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }
-    return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
-}
+//#include "kv_k_elem.wgsl"
 
-fn h2f_signed(h: u32) -> f32 {
-    let x = h2f(h & 0x7fffu);
-    if ((h & 0x8000u) != 0u) { return -x; }
-    return x;
-}
-
-// K value j of the row at word kb; gb = word of the same head's row at the start of its group (c4).
-fn k_elem(kb: u32, gb: u32, j: u32) -> f32 {
-    if (K_BITS == 32u) { return bitcast<f32>(kc[kb + j]); }
-    let code = (kc[kb + j / K_PER] >> (K_BITS * (j % K_PER))) & K_MASK;
-    if (K_C4 && K_ASYM) {
-        let sm = kc[gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + j % CPR];
-        return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
-    }
-    var sw: u32;
-    var half: u32;
-    if (K_C4) {
-        sw = gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + (j % CPR) / 2u;
-        half = j & 1u;
-    } else {
-        let b = j / K_BLOCK;
-        sw = kb + K_VW + b / 2u;
-        half = b & 1u;
-    }
-    let s = h2f((kc[sw] >> (16u * half)) & 0xffffu);
-    return f32(i32(code) - K_OFF) * s;
-}
-
-fn v_elem(vb: u32, j: u32) -> f32 {
-    if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
-    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
-    if (V_ASYM) {
-        let sm = vc[vb + V_VW];
-        return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
-    }
-    let b = j / V_BLOCK;
-    let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
-    return f32(i32(code) - V_OFF) * s;
-}
+//#include "kv_v_elem.wgsl"
 
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 fn score(r: u32, pos: u32) -> f32 {

@@ -11,13 +11,29 @@ from ..errors import ShaderError
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Z_][A-Z0-9_]*)\s*\}\}")
 
 
+_INCLUDE = re.compile(r'^//#include "([A-Za-z0-9_.-]+\.wgsl)"[ \t]*$', re.MULTILINE)
+
+
 @cache
 def load_source(package: str, filename: str) -> str:
-    """The text of `filename` inside `package` (e.g. "bonsai.kv", "attention.wgsl")."""
+    """The text of `filename` inside `package` (e.g. "bonsai.kv", "attention.wgsl").
+
+    A line `//#include "other.wgsl"` is replaced by that file's text (same package, expanded the
+    same way): WGSL has no include, and kernel variants share their row-decoding code this way.
+    """
+    return _expand(package, filename, ())
+
+
+def _expand(package: str, filename: str, including: tuple[str, ...]) -> str:
+    name = f"{package}/{filename}"
+    if filename in including:
+        raise ShaderError(f"{name}: include cycle ({' -> '.join((*including, filename))})")
     try:
-        return resources.files(package).joinpath(filename).read_text(encoding="utf-8")
+        text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError) as exc:
-        raise ShaderError(f"{package}/{filename}: shader not found") from exc
+        where = f" (included from {package}/{including[-1]})" if including else ""
+        raise ShaderError(f"{name}: shader not found{where}") from exc
+    return _INCLUDE.sub(lambda m: _expand(package, m.group(1), (*including, filename)).rstrip("\n"), text)
 
 
 def render(source: str, constants: dict[str, object], *, name: str) -> str:

@@ -29,36 +29,7 @@ struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, fir
 @group(0) @binding(3) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(4) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 + HD]
 
-const HD: u32 = {{HEAD_DIM}}u;
-// Row formats (bonsai/kv/formats.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
-// then f16 scales two per word. K_BLOCK values share a scale; K_C4: one scale per channel per
-// GROUP positions, carried by the group's rows (channel d's in row d / CPR of the group).
-const K_BITS: u32 = {{K_BITS}}u;
-const K_BLOCK: u32 = {{K_BLOCK}}u;
-const K_WORDS: u32 = {{K_WORDS}}u;
-const K_C4: bool = {{K_C4}};
-const K_ASYM: bool = {{K_ASYM}};  // asymmetric: value = code * scale + min (c4a: one word per channel)
-const V_BITS: u32 = {{V_BITS}}u;
-const V_BLOCK: u32 = {{V_BLOCK}}u;
-const V_WORDS: u32 = {{V_WORDS}}u;
-const V_ASYM: bool = {{V_ASYM}};  // asymmetric per row: one word = scale | min << 16
-const GROUP: u32 = {{GROUP}}u;
-const CPR: u32 = HD / GROUP;
-const K_PER: u32 = 32u / K_BITS;
-const V_PER: u32 = 32u / V_BITS;
-const K_VW: u32 = HD / K_PER;
-const K_QB: u32 = min(K_BITS, 16u);  // (f32 rows never reach the code path below)
-const K_MASK: u32 = (1u << K_QB) - 1u;
-const K_OFF: i32 = i32(1u << (K_QB - 1u));
-const V_VW: u32 = HD / V_PER;
-const V_QB: u32 = min(V_BITS, 16u);
-const V_MASK: u32 = (1u << V_QB) - 1u;
-const V_OFF: i32 = i32(1u << (V_QB - 1u));
-const NEG_BIG: f32 = -3.0e38;
-// Mutations for the test suite only (bonsai.kv.attention.Mutations); all false in the runtime.
-const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
-const MUT_GQA: bool = {{MUT_GQA}};
-const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
+//#include "kv_format.wgsl"
 
 const VB: u32 = 2048u / HD;  // V rows staged per sub-block (8 KiB of workgroup memory)
 
@@ -67,30 +38,7 @@ var<workgroup> cs: array<f32, {{HEAD_DIM}}>;  // c_i = exp(m_{i-1} - m_i)
 var<workgroup> es: array<f32, {{HEAD_DIM}}>;  // e_i = exp(s_i - m_i)
 var<workgroup> vs: array<f32, 2048>;          // V rows [VB, HD] of the sub-block being folded
 
-fn h2f(h: u32) -> f32 {
-    let e = (h >> 10u) & 31u;
-    let m = h & 1023u;
-    if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }
-    return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
-}
-
-fn h2f_signed(h: u32) -> f32 {
-    let x = h2f(h & 0x7fffu);
-    if ((h & 0x8000u) != 0u) { return -x; }
-    return x;
-}
-
-fn v_elem(vb: u32, j: u32) -> f32 {
-    if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
-    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
-    if (V_ASYM) {
-        let sm = vc[vb + V_VW];
-        return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
-    }
-    let b = j / V_BLOCK;
-    let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
-    return f32(i32(code) - V_OFF) * s;
-}
+//#include "kv_v_elem.wgsl"
 
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
