@@ -14,10 +14,7 @@
 // Query token t sits at absolute position p.pos_base + t and sees positions [0, pos_base + t].
 // Query head h reads KV head h / (n_heads / n_kv) (GQA).
 
-struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
-// One window: absolute positions [start, end); the bound K/V buffers hold position buf_base at
-// row 0, starting at word k_off / v_off; first == 1 starts a fresh state.
-struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, first: u32, w0: u32, w1: u32 }
+//#include "kv_query.wgsl"
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: Window;
@@ -38,10 +35,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (idx >= p.n_q * p.n_heads) { return; }
     let t = idx / p.n_heads;
     let h = idx % p.n_heads;
-    var g = h / (p.n_heads / p.n_kv);
-    if (MUT_GQA) { g = h % p.n_kv; }
-    var limit = p.pos_base + t + 1u;  // exclusive
-    if (MUT_CAUSAL) { limit = limit + 1u; }
+    let g = kv_head(h);
+    let limit = causal_end(t);  // exclusive
     let sb = idx * (HD + 2u);
 
     var m = NEG_BIG;

@@ -4,10 +4,7 @@
 // same sequential dot product over d = 0..HD-1 the wide kernel computes, then * qk_scale: it does not
 // depend on the windowing. attention_split.wgsl folds the scores in position order.
 
-struct Params { pos_base: u32, n_q: u32, n_heads: u32, n_kv: u32, qk_scale: f32, p0: u32, p1: u32, p2: u32 }
-// One window: absolute positions [start, end); the bound K/V buffers hold position buf_base at
-// row 0, starting at word k_off / v_off; first == 1 starts a fresh state.
-struct Window { start: u32, end: u32, buf_base: u32, k_off: u32, v_off: u32, first: u32, w0: u32, w1: u32 }
+//#include "kv_query.wgsl"
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: Window;
@@ -26,8 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     let idx = wid.y;
     if (i >= span || idx >= p.n_q * p.n_heads) { return; }
     let h = idx % p.n_heads;
-    var g = h / (p.n_heads / p.n_kv);
-    if (MUT_GQA) { g = h % p.n_kv; }
+    let g = kv_head(h);
     let pos = w.start + i;
     let r = (pos - w.buf_base) * p.n_kv + g;
     let kb = w.k_off + r * K_WORDS;
