@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.ops.qtypes import QTYPES, quantize_q1_0
+from bonsai.ops.host import quantize_q1_0
+from bonsai.ops.qtypes import QTYPES
 
 
 def quantized(name: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.ops import argmax as am
-from bonsai.ops import rmsnorm as rn
-from bonsai.ops import rope as rp
-from bonsai.ops import swiglu as sg
+from bonsai.ops import host
 
 RNG = np.random.default_rng(0)
 
@@ -17,9 +14,9 @@ RNG = np.random.default_rng(0)
 def test_rmsnorm_matches_reference(gpu, rows, dim):
     x = RNG.standard_normal((rows, dim)).astype(np.float32) * 3
     w = RNG.standard_normal(dim).astype(np.float32)
-    got = rn.rmsnorm(gpu, x, w, 1e-5)
+    got = host.rmsnorm_run(gpu, x, w, 1e-5)
     # f32 sum of <= 576 squares in another order, then a few roundings: relative 1e-5 of |x*w*scale|
-    want = rn.reference(x, w, 1e-5)
+    want = host.rmsnorm_reference(x, w, 1e-5)
     assert np.all(np.abs(got - want) <= 1e-5 * np.abs(want) + 1e-6)
 
 
@@ -27,47 +24,47 @@ def test_rmsnorm_matches_reference(gpu, rows, dim):
 @pytest.mark.parametrize("pos_base", [0, 7, 300])
 def test_rope_matches_reference(gpu, neox, pos_base):
     x = RNG.standard_normal((4, 3, 64)).astype(np.float32)
-    got = rp.rope(gpu, x, pos_base, 10000.0, neox=neox, n_q=2)  # heads 0-1 via q, head 2 via k
-    want = rp.reference(x, pos_base, 10000.0, neox=neox)
+    got = host.rope_run(gpu, x, pos_base, 10000.0, neox=neox, n_q=2)  # heads 0-1 via q, head 2 via k
+    want = host.rope_reference(x, pos_base, 10000.0, neox=neox)
     # f32 angle pos*base^(-2i/n) is off by ~|angle| * 2^-23 radians: bound 4e-7 * (pos + 4) * |x|
     assert np.all(np.abs(got - want) <= 4e-7 * (pos_base + 8) * np.abs(x).max() + 1e-6)
 
 
 def test_rope_rotates_only_the_first_n_rot_dims(gpu):
     x = RNG.standard_normal((2, 2, 64)).astype(np.float32)
-    got = rp.rope(gpu, x, 5, 10000.0, neox=True, n_rot=32)
+    got = host.rope_run(gpu, x, 5, 10000.0, neox=True, n_rot=32)
     assert np.array_equal(got[..., 32:], x[..., 32:])
-    assert np.allclose(got, rp.reference(x, 5, 10000.0, neox=True, n_rot=32), atol=1e-5)
+    assert np.allclose(got, host.rope_reference(x, 5, 10000.0, neox=True, n_rot=32), atol=1e-5)
 
 
 def test_normal_and_neox_modes_differ(gpu):
     """Mutation: using the wrong pairing must change the result (so the mode tests can fail)."""
     x = RNG.standard_normal((2, 2, 64)).astype(np.float32)
-    got = rp.rope(gpu, x, 3, 10000.0, neox=False)
-    assert not np.allclose(got, rp.reference(x, 3, 10000.0, neox=True), atol=1e-3)
+    got = host.rope_run(gpu, x, 3, 10000.0, neox=False)
+    assert not np.allclose(got, host.rope_reference(x, 3, 10000.0, neox=True), atol=1e-3)
 
 
 def test_qk_norm_then_rope_matches_reference(gpu):
     x = RNG.standard_normal((3, 5, 64)).astype(np.float32) * 4
     nw = RNG.standard_normal(128).astype(np.float32)
-    got = rp.rope(gpu, x, 11, 1e6, neox=True, norm_w=nw, n_q=3, eps=1e-6)
-    want = rp.reference(x, 11, 1e6, neox=True, norm_w=nw, n_q=3, eps=1e-6)
+    got = host.rope_run(gpu, x, 11, 1e6, neox=True, norm_w=nw, n_q=3, eps=1e-6)
+    want = host.rope_reference(x, 11, 1e6, neox=True, norm_w=nw, n_q=3, eps=1e-6)
     assert np.all(np.abs(got - want) <= 1e-5 * np.abs(want).max())
     # mutation: swapping which heads get the q / k weights is detected
-    wrong = rp.reference(x, 11, 1e6, neox=True, norm_w=nw, n_q=2, eps=1e-6)
+    wrong = host.rope_reference(x, 11, 1e6, neox=True, norm_w=nw, n_q=2, eps=1e-6)
     assert not np.allclose(got, wrong, atol=1e-3)
 
 
 def test_swiglu_matches_reference(gpu):
     x = RNG.standard_normal((3, 2 * 100)).astype(np.float32) * 4
-    got = sg.swiglu(gpu, x)
-    want = sg.reference(x)
+    got = host.swiglu_run(gpu, x)
+    want = host.swiglu_reference(x)
     assert np.all(np.abs(got - want) <= 1e-6 * np.abs(want) + 1e-7)
 
 
 def test_argmax_equals_numpy_including_ties(gpu):
     x = RNG.standard_normal(49152).astype(np.float32)
-    assert am.argmax(gpu, x) == int(np.argmax(x))
+    assert host.argmax_run(gpu, x) == int(np.argmax(x))
     x[100] = x[40000] = x.max() + 1  # tie: lowest index wins
-    assert am.argmax(gpu, x) == 100
-    assert am.argmax(gpu, np.full(7, -np.inf, np.float32)) == 0
+    assert host.argmax_run(gpu, x) == 100
+    assert host.argmax_run(gpu, np.full(7, -np.inf, np.float32)) == 0

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType, quants
 
+from bonsai.ops import host
 from bonsai.ops import matmul as mm
-from bonsai.ops.qtypes import QTYPES, UnsupportedTensorType, dequantize, qtype
+from bonsai.ops.host import dequantize
+from bonsai.ops.qtypes import QTYPES, UnsupportedTensorType, qtype
 
 from .conftest import quantized
 
@@ -40,7 +42,7 @@ def test_gpu_dequant_is_bit_exact(gpu, name):
     rows, cols = 6, 256 if name == "Q1_0" else 96
     raw = quantized(name, rows, cols, seed=1)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
-    got = mm.matmul(gpu, m, np.eye(cols, dtype=np.float32))  # (cols tokens, rows)
+    got = host.matmul_run(gpu, m, np.eye(cols, dtype=np.float32))  # (cols tokens, rows)
     want = dequantize(raw, QTYPES[name], cols).T
     if name in ("F16", "Q4_0", "Q4_1", "Q8_0"):
         assert np.array_equal(_plus_zero(want), _plus_zero(quants.dequantize(raw, GGMLQuantizationType[name]).reshape(rows, cols).T))
@@ -55,8 +57,8 @@ def test_gpu_matmul_matches_float64_reference(gpu, name, t):
     raw = quantized(name, rows, cols, seed=t)
     x = np.random.default_rng(9).standard_normal((t, cols)).astype(np.float32)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
-    got = mm.matmul(gpu, m, x)
-    want = mm.reference(raw, QTYPES[name], rows, cols, x)
+    got = host.matmul_run(gpu, m, x)
+    want = host.matmul_reference(raw, QTYPES[name], rows, cols, x)
     scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
     assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
 
@@ -66,8 +68,8 @@ def test_accumulate_adds_to_existing_output(gpu):
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], 8, 64)
     x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
     base = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
-    got = mm.matmul(gpu, m, x, accum_into=base)
-    assert np.allclose(got, mm.matmul(gpu, m, x) + base, rtol=0, atol=1e-5)
+    got = host.matmul_run(gpu, m, x, accum_into=base)
+    assert np.allclose(got, host.matmul_run(gpu, m, x) + base, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["Q8_0", "Q4_1", "F32", "Q4_0"])
@@ -76,7 +78,7 @@ def test_embedding_rows_are_exact_dequantised_rows(gpu, name):
     raw = quantized(name, rows, cols, seed=4)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
     ids = [7, 0, 49, 7, 3]
-    got = mm.embed(gpu, m, ids)
+    got = host.embed_run(gpu, m, ids)
     assert np.array_equal(got.view(np.uint32), dequantize(raw, QTYPES[name], cols)[ids].view(np.uint32))
 
 
@@ -87,7 +89,7 @@ def test_mutation_wrong_nibble_order_is_caught(gpu):
     qs = swapped[..., 4:]
     swapped[..., 4:] = (qs >> 4) | ((qs & 0xF) << 4)  # equivalent to the kernel swapping nibbles
     m = mm.upload_matrix(gpu, swapped.tobytes(), QTYPES["Q4_1"], 4, 64)
-    got = mm.matmul(gpu, m, np.eye(64, dtype=np.float32))
+    got = host.matmul_run(gpu, m, np.eye(64, dtype=np.float32))
     assert not np.array_equal(_plus_zero(got), _plus_zero(dequantize(raw, QTYPES["Q4_1"], 64).T))
 
 
@@ -97,8 +99,6 @@ def test_unsupported_type_names_tensor_and_type():
 
 
 def test_fused_swiglu_output_matches_separate_matmuls_then_swiglu(gpu):
-    from bonsai.ops import swiglu
-
     f, k = 40, 128
     raw = quantized("Q4_1", 2 * f, k, seed=8)  # [gate; up]
     m = mm.upload_matrix(gpu, mm.interleave_rows(raw.tobytes(), f), QTYPES["Q4_1"], 2 * f, k)
@@ -106,7 +106,7 @@ def test_fused_swiglu_output_matches_separate_matmuls_then_swiglu(gpu):
     xb, y = gpu.upload(x), gpu.buffer(3 * f * 4)
     mm.dispatch(gpu, m, xb, y, gpu.upload(mm.params(2 * f, k, 3, m.row_bytes, k, f)), 3, out=mm.OUT_SWIGLU)
     got = np.frombuffer(gpu.read(y, 3 * f * 4), np.float32).reshape(3, f)
-    want = swiglu.reference(mm.reference(raw, QTYPES["Q4_1"], 2 * f, k, x))
+    want = host.swiglu_reference(host.matmul_reference(raw, QTYPES["Q4_1"], 2 * f, k, x))
     assert np.all(np.abs(got - want) <= 1e-4 * np.abs(want).max())
     # mutation: without the interleave, pairs are (gate_2i, gate_2i+1): detected
     bad = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], 2 * f, k)
@@ -120,7 +120,7 @@ def test_split_output_is_bit_identical_to_one_plain_matmul(gpu, t):
     raw = quantized("Q8_0", n1 + n2 + n3, k, seed=6)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q8_0"], n1 + n2 + n3, k)
     x = np.random.default_rng(4).standard_normal((t, k)).astype(np.float32)
-    plain = mm.matmul(gpu, m, x)
+    plain = host.matmul_run(gpu, m, x)
     ys = [gpu.buffer(t * n * 4) for n in (n1, n2, n3)]
     prm = gpu.upload(mm.params(m.rows, k, t, m.row_bytes, k, 0, n1=n1, n2=n2))
     mm.dispatch(gpu, m, gpu.upload(x), ys[0], prm, t, out=mm.OUT_SPLIT, y2=ys[1], y3=ys[2])

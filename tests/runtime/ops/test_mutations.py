@@ -11,9 +11,11 @@ import pytest
 
 from bonsai.gpu import shaders
 from bonsai.gpu.device import Kernel
+from bonsai.ops import host
 from bonsai.ops import matmul as mm
 from bonsai.ops import rope as rp
-from bonsai.ops.qtypes import QTYPES, dequantize
+from bonsai.ops.host import dequantize
+from bonsai.ops.qtypes import QTYPES
 
 from .conftest import quantized
 
@@ -30,7 +32,7 @@ def _compile(gpu, filename, old, new, entry="main", **constants):
 def _dequant_exact(gpu, name, cols=128):
     raw = quantized(name, 4, cols, seed=11)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], 4, cols)
-    got = mm.matmul(gpu, m, np.eye(cols, dtype=np.float32))
+    got = host.matmul_run(gpu, m, np.eye(cols, dtype=np.float32))
     want = dequantize(raw, QTYPES[name], cols).T
     return np.array_equal((got + np.float32(0)).view(np.uint32), (want + np.float32(0)).view(np.uint32))
 
@@ -40,9 +42,9 @@ def _matmul_within_bound(gpu, name):
     raw = quantized(name, rows, cols, seed=12)
     x = np.random.default_rng(2).standard_normal((t, cols)).astype(np.float32)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
-    got = mm.matmul(gpu, m, x)
+    got = host.matmul_run(gpu, m, x)
     scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
-    return bool(np.all(np.abs(got - mm.reference(raw, QTYPES[name], rows, cols, x)) <= 1e-5 * scale))
+    return bool(np.all(np.abs(got - host.matmul_reference(raw, QTYPES[name], rows, cols, x)) <= 1e-5 * scale))
 
 
 MATMUL_MUTANTS = [  # (what, qtype, old, new, check)
@@ -76,8 +78,8 @@ def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
     x = np.random.default_rng(5).standard_normal((3, 2, 64)).astype(np.float32)
 
     def ok():
-        got = rp.rope(gpu, x, 9, 10000.0, neox=False, n_q=1)
-        return np.all(np.abs(got - rp.reference(x, 9, 10000.0, neox=False)) <= 4e-7 * 17 * np.abs(x).max() + 1e-6)
+        got = host.rope_run(gpu, x, 9, 10000.0, neox=False, n_q=1)
+        return np.all(np.abs(got - host.rope_reference(x, 9, 10000.0, neox=False)) <= 4e-7 * 17 * np.abs(x).max() + 1e-6)
 
     assert ok()
     k = _compile(gpu, "rope.wgsl", "let pos = f32(p[5] + t);", "let pos = f32(p[5] + t + 1u);",
