@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from bonsai.gpu.device import Gpu
-from bonsai.kv import KVCache
 from bonsai.kv.modes import MODES
+from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
 
 def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool, variant: str = "auto") -> dict:

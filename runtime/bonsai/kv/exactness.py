@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from .attention import NO_MUTATIONS, Attention, Mutations, Window, reference, split
+from .attention import NO_MUTATIONS, Attention, Mutations, Window, split
 from .formats import decode, encode
 from .modes import MODES, get_mode
 from .params import ParamCache
+from .reference import reference
 from .rotate import hadamard
 
 GQA_SHAPES = ((4, 4), (8, 4), (9, 3), (16, 2))

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quant4
-from .attention import reference
 from .errors import KVError
+from .reference import reference
 from .rotate import hadamard
 
 LENGTHS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bonsai.kv import quant4
-from bonsai.kv.attention import reference
-from bonsai.kv.cache import KVCache
 from bonsai.kv.errors import KVError, NonFiniteKVError
+from bonsai.kv.numpy_host import NumpyKVCache as KVCache
+from bonsai.kv.reference import reference
 from bonsai.kv.rotate import hadamard
 
 N_KV, HD, N_HEADS, LAYERS = 2, 64, 6, 2

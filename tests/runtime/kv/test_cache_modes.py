@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from bonsai.kv import formats
-from bonsai.kv.attention import reference
-from bonsai.kv.cache import KVCache
 from bonsai.kv.errors import KVError, NonFiniteKVError
 from bonsai.kv.formats import GROUP
+from bonsai.kv.numpy_host import NumpyKVCache as KVCache
+from bonsai.kv.reference import reference
 
 N_KV, HD, N_HEADS = 2, 64, 6
 

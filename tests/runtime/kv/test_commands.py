@@ -75,8 +75,8 @@ def test_measure_kv4_rejects_unknown_modes_and_lengths():
 
 
 def test_quality_table_bytes_are_the_cache_buffers_bytes(gpu):
-    from bonsai.kv.cache import KVCache
     from bonsai.kv.modes import MODES
+    from bonsai.kv.numpy_host import NumpyKVCache as KVCache
     from bonsai.kv.quality import bytes_per_position
 
     for name, mode in MODES.items():

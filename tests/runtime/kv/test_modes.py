@@ -7,8 +7,8 @@ import pytest
 
 from bonsai.kv import formats, quant4
 from bonsai.kv.exactness import full_groups, matrix, run_matrix
-from bonsai.kv.formats import GROUP
-from bonsai.kv.modes import MODES, store_rows
+from bonsai.kv.formats import GROUP, store_rows
+from bonsai.kv.modes import MODES
 from bonsai.kv.store import GroupStore, Store
 
 NEW_MODES = [m for m in MODES if m not in ("f32", "q4", "q4r")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bonsai.gpu.device import _StagingRing
-from bonsai.kv.cache import KVCache
+from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
 
 def test_write_staged_lands_the_same_bytes_through_a_reused_ring(gpu):
