@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from bonsai.engine import Engine
+from bonsai.engine.native import load_engine
 from bonsai.kv import KVError
 
 
 def test_destroyed_device_mid_generation_gives_the_same_tokens():
-    engine = Engine.load(None, kv="q4", window=8, progress=False)  # its own device: this test kills it
+    engine = load_engine(None, kv="q4", window=8, progress=False)  # its own device: this test kills it
     prompt = engine.tokenizer.encode("The capital of France is")
     clean = engine.generate(prompt, max_tokens=8)
     engine.reset()
@@ -28,7 +28,7 @@ def test_destroyed_device_mid_generation_gives_the_same_tokens():
 
 
 def test_a_failure_that_is_not_device_loss_is_raised_not_recovered(gpu):
-    engine = Engine.load(None, gpu=gpu, kv="f32", max_positions=4, progress=False)
+    engine = load_engine(None, gpu=gpu, kv="f32", max_positions=4, progress=False)
     with pytest.raises(KVError, match="outside the cache"):
         engine.forward([1, 2, 3, 4, 5])
     assert engine.recoveries == [] and engine.gpu is gpu
@@ -37,7 +37,7 @@ def test_a_failure_that_is_not_device_loss_is_raised_not_recovered(gpu):
 def test_a_loss_reported_only_through_the_wgpu_logger_triggers_recovery(gpu):
     import logging
 
-    engine = Engine.load(None, gpu=gpu, kv="f32", progress=False)
+    engine = load_engine(None, gpu=gpu, kv="f32", progress=False)
     prompt = engine.tokenizer.encode("The capital of France is")
     clean = engine.generate(prompt, max_tokens=4)
     engine.reset()
@@ -48,3 +48,38 @@ def test_a_loss_reported_only_through_the_wgpu_logger_triggers_recovery(gpu):
 
     logged = engine.generate(prompt, max_tokens=4, on_step=log_loss)
     assert len(logged.recoveries) == 1 and logged.tokens == clean.tokens
+
+
+class _Backend:
+    """A GPU backend class of its own (delegating to the session's device) that counts `create()` calls."""
+
+    created = 0
+    shared = None
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    @classmethod
+    def create(cls):
+        cls.created += 1
+        return cls(cls.shared)
+
+
+def test_recovery_opens_the_new_device_through_the_engines_own_backend_class(gpu, tmp_path):
+    from bonsai.config import ModelConfig
+    from bonsai.engine import Engine
+    from bonsai.gguf import GGUFReader
+    from tests.runtime.model.synthetic import write_tiny_gguf
+
+    reader = GGUFReader(write_tiny_gguf(tmp_path / "t.gguf", "llama", dim=128, n_heads=2, n_kv_heads=1,
+                                        head_dim=64, ffn_dim=256))
+    _Backend.shared, _Backend.created = gpu, 0
+    engine = Engine(reader, ModelConfig.from_gguf(reader), _Backend(gpu), kv="f32", window=4, progress=False)
+    before = bytes(engine.forward([5, 6, 7]))
+    engine.recover()  # the same backend class, never the native one: the browser engine recovers in the browser
+    assert _Backend.created == 1 and type(engine.gpu) is _Backend and engine.gpu is not gpu
+    engine.reset()
+    assert bytes(engine.forward([5, 6, 7])) == before

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine import Engine, Sampling
+from bonsai.engine import Sampling
+from bonsai.engine.native import load_engine
 from bonsai.kv import quant4
 from bonsai.kv.rotate import hadamard
 from bonsai.models import default_model_path
@@ -23,7 +24,7 @@ N_CI = 32  # tokens of forced decoding in the default run (lavapipe); the slow t
 @pytest.fixture(scope="module")
 def engine(gpu):
     # window 16: a 32-token text spans two KV windows, so streaming/window folding is exercised
-    return Engine.load(None, gpu=gpu, kv="f32", window=16, progress=False)
+    return load_engine(None, gpu=gpu, kv="f32", window=16, progress=False)
 
 
 def _q4(x):
@@ -51,7 +52,7 @@ def _agreement(gpu_logits, ref_logits, ids):
 def _forced(engine, n):
     ids = engine.tokenizer.encode(TEXT)[:n]
     engine.reset()
-    return ids, engine.forward(ids)
+    return ids, np.asarray(engine.forward(ids))
 
 
 def test_forced_decoding_matches_reference(engine):
@@ -62,7 +63,7 @@ def test_forced_decoding_matches_reference(engine):
 
 @pytest.mark.parametrize("kv", ["q4r"])  # q4 (no rotation) is the same store path minus H
 def test_forced_decoding_with_4bit_kv_matches_reference_with_the_same_rounding(gpu, kv):
-    eng = Engine.load(None, gpu=gpu, kv=kv, window=16, progress=False)
+    eng = load_engine(None, gpu=gpu, kv=kv, window=16, progress=False)
     ids, logits = _forced(eng, 16)
     rt = _q4 if kv == "q4" else _q4r_roundtrip()
     agree, ppl, ppl_ref = _agreement(logits, reference.forward(default_model_path(), ids, kv_roundtrip=rt), ids)
@@ -72,9 +73,9 @@ def test_forced_decoding_with_4bit_kv_matches_reference_with_the_same_rounding(g
 def test_decode_one_token_at_a_time_equals_batched_prefill(engine):
     ids = engine.tokenizer.encode(TEXT)[:8]
     engine.reset()
-    batched = engine.forward(ids)
+    batched = np.asarray(engine.forward(ids))
     engine.reset()
-    stepped = np.concatenate([engine.forward([i]) for i in ids])
+    stepped = np.concatenate([np.asarray(engine.forward([i])) for i in ids])
     # different matmul tilings (TT=8 vs TT=1) sum in the same order per row: equal up to f32 rounding
     assert np.allclose(stepped, batched, rtol=0, atol=1e-3)
     assert np.array_equal(np.argmax(stepped, -1), np.argmax(batched, -1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine import Engine
+from bonsai.engine.native import load_engine
 from bonsai.reference import ReferenceModel
 from tests.runtime.model.synthetic import write_tiny_gguf
 
@@ -26,8 +26,8 @@ def test_tiny_model_logits_match_reference(gpu, tmp_path, arch, wtype, etype):
     path = write_tiny_gguf(tmp_path / "m.gguf", arch, weight_type=wtype, embed_type=etype, seed=len(wtype), **SHAPE)
     ids = [5, 17, 200, 3, 99, 42, 7, 150, 8, 64]
     want = ReferenceModel(path).forward(ids).astype(np.float64)
-    engine = Engine.load(path, gpu=gpu, kv="f32", window=4, batch=4, progress=False)
-    got = engine.forward(ids)  # three prefill chunks of <= 4 tokens over windows of 4 positions
+    engine = load_engine(path, gpu=gpu, kv="f32", window=4, batch=4, progress=False)
+    got = np.asarray(engine.forward(ids))  # three prefill chunks of <= 4 tokens over windows of 4 positions
     # random weights give logits of O(1-10); f32 sums in another order: 1e-4 of the largest logit
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max(), np.abs(got - want).max()
     assert np.array_equal(np.argmax(got, -1), np.argmax(want, -1))
