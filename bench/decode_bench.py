@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bonsai.engine import Engine
+from bonsai.engine.native import load_engine
 from bonsai.models import resolve_model
 from bonsai.reference import ReferenceModel
 
@@ -81,7 +81,7 @@ def dispatch_cost_us(gpu, n=2000):
 
 
 def bench_gpu(a, ids):
-    engine = Engine.load(a.model, kv=a.kv, window=a.window, progress=False)
+    engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False)
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)

@@ -35,7 +35,7 @@ def eval_cmd(file: str, model: str | None, kv: str, window: int, vram_budget: in
     rows = []
     for start in range(0, len(ids) - 1, engine.batch):
         chunk = ids[start : min(start + engine.batch, len(ids) - 1)]
-        logits = engine.forward(chunk).astype(np.float64)
+        logits = np.asarray(engine.forward(chunk), np.float64)
         z = logits - logits.max(-1, keepdims=True)
         logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
         for j in range(len(chunk)):

@@ -187,13 +187,13 @@ def chat(
 ) -> None:
     """Answer MESSAGE with the model, calling tools as needed; every step is printed."""
     from ..chat_template import ChatTemplate
-    from ..engine.engine import Engine
+    from ..engine.native import load_engine
     from .engine_generate import engine_generate
     from .loop import ToolLoop
     from .prompt import ToolPrompt
 
     registry = builtin_registry(tool_names, root)
-    engine = Engine.load(model, kv=kv, progress=False)
+    engine = load_engine(model, kv=kv, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
 
     loop = ToolLoop(

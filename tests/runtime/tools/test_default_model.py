@@ -66,8 +66,8 @@ def test_reference_model_calls_the_calculator_and_answers_391():
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_gpu_engine_calls_the_calculator_and_answers_391(gpu):
-    from bonsai.engine.engine import Engine
+    from bonsai.engine.native import load_engine
     from bonsai.tools.engine_generate import engine_generate
 
-    engine = Engine.load(gpu=gpu, kv="f32", progress=False)
+    engine = load_engine(gpu=gpu, kv="f32", progress=False)
     check(run_loop(engine_generate(engine, max_tokens=64), engine.tokenizer, engine.reader))

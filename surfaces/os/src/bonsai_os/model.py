@@ -22,11 +22,12 @@ class LoadedModel:
 def load_model(path: Path, *, max_tokens: int, temperature: float = 0.0) -> LoadedModel:
     """The model at `path` on the GPU, ready for the loop (KV of a shared prefix is reused between steps)."""
     from bonsai.chat_template import ChatTemplate
-    from bonsai.engine import Engine, Sampling
+    from bonsai.engine import Sampling
+    from bonsai.engine.native import load_engine
     from bonsai.tools.engine_generate import engine_generate
     from bonsai.tools.prompt import ToolPrompt
 
-    engine = Engine.load(path, progress=False)
+    engine = load_engine(path, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
     generate = engine_generate(engine, max_tokens=max_tokens, sampling=Sampling(temperature=temperature))
     return LoadedModel(generate, engine.tokenizer, prompt)

@@ -84,14 +84,15 @@ class RuntimeBackend:
     def open(cls, path: str | Path | None) -> RuntimeBackend:
         """The backend for a GGUF file, or the default model when `path` is None."""
         from bonsai.chat_template import ChatTemplate
-        from bonsai.engine import Engine, Sampling
+        from bonsai.engine import Sampling
+        from bonsai.engine.native import load_engine
         from bonsai.tools.engine_generate import engine_generate
         from bonsai.tools.prompt import ToolPrompt
 
         model = default_model_path() if path is None else Path(path)
         if not model.is_file():
             raise TenantError(f"{model}: no such model file")
-        engine = Engine.load(model, progress=False)
+        engine = load_engine(model, progress=False)
         prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
         return cls(ModelParts(
             make_generate=lambda n, t: engine_generate(engine, max_tokens=n, sampling=Sampling(temperature=t)),
