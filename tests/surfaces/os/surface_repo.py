@@ -19,8 +19,8 @@ import tomli_w
 REPO = Path(__file__).resolve().parents[3]
 SURFACES = ("os", "tenant")
 # The runtime modules surfaces/{os,tenant}/src import (bonsai_sync.build.check_app_imports enforces it).
-APP_ENTRIES = ["bonsai.errors", "bonsai.engine", "bonsai.chat_template", "bonsai.tools", "bonsai.tools.parser",
-               "bonsai.tools.events", "bonsai.tools.prompt", "bonsai.tools.loop", "bonsai.tools.engine_generate",
+APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.chat_template",
+               "bonsai.tools", "bonsai.tools.parser", "bonsai.tools.events", "bonsai.tools.prompt", "bonsai.tools.loop", "bonsai.tools.engine_generate",
                "bonsai.tools.constrain", "bonsai.tools.trie"]
 # bonsai.tools loads its constrained-decoding modules lazily, by a computed name.
 APP_HIDDEN_IMPORTS = ["bonsai.tools.constrain", "bonsai.tools.trie"]
