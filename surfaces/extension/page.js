@@ -6,6 +6,8 @@
 //   mutate=NAME            build the attention kernel with a deliberate bug (mutation tests)
 //   model=URL              fetch a GGUF model from URL (e.g. http://127.0.0.1:PORT/model.gguf)
 //   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT
+//   kv=MODE                the KV cache mode for it (default q4: 4-bit rows, f16 scale; any row mode)
+//   lose_after=N           destroy the GPU device before decode step N (the engine must recover)
 //   boot_timeout=SECONDS   give up starting Pyodide after this long, visibly (default 120)
 // The outcome is shown in the page and left in `window.__result` ({ok, checks, error, …}).
 import { loadPyodide } from "./pyodide/pyodide.mjs";
@@ -113,6 +115,8 @@ async function main() {
     mutate: query.get("mutate") || "",
     prompt: query.get("prompt") || "",
     tokens: Number(query.get("tokens") || 4),
+    kv: query.get("kv") || "q4",
+    lose_after: Number(query.get("lose_after") || 0),
   };
   let pyodide;
   try {

@@ -5,11 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
-import subprocess
-import sys
 import threading
-import warnings
 import zipfile
 from pathlib import Path
 
@@ -30,52 +26,12 @@ def _missing(why: str) -> None:
     pytest.skip(why)
 
 
-# What the page imports from the runtime; proposed for [tool.bonsai-sync.surfaces.extension] in
-# pyproject.toml. Until the repo's own table names bonsai.gpu.browser, the fixture syncs with this.
-EXTENSION_SURFACE = {
-    "dest": "surfaces/extension/vendor",
-    "entry": ["bonsai.gpu.browser", "bonsai.gguf", "bonsai.errors", "bonsai.tokenizer", "bonsai.config"],
-    "third-party": ["js", "pyodide"],
-    "data": ["bonsai/kv/*.wgsl"],
-}
-
-
-def _sync_closure(tmp: Path) -> tuple[Path | None, str]:
-    """Run the real bonsai-sync for the extension in a scratch root (repo config + EXTENSION_SURFACE)."""
-    import tomllib
-
-    import tomli_w
-
-    root = tmp / "sync-root"
-    root.mkdir()
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    config["tool"]["bonsai-sync"]["surfaces"] = {"extension": EXTENSION_SURFACE}
-    (root / "pyproject.toml").write_text(tomli_w.dumps(config))
-    for src in config["tool"]["bonsai-sync"]["source"]:  # copied: bonsai-sync resolves symlinks out of root
-        shutil.copytree(REPO / src, root / src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    done = subprocess.run([sys.executable, "-m", "bonsai_sync", "--root", str(root), "--no-cache", "sync",
-                           "--surface", "extension"], capture_output=True, text=True, timeout=120)
-    if done.returncode:
-        return None, done.stdout + done.stderr
-    return root / EXTENSION_SURFACE["dest"], ""
-
-
 def _closure_dir(tmp: Path) -> Path:
-    """The synced closure the bundle ships, as bonsai-sync writes it (the repo's, else a scratch sync)."""
+    """The synced closure the bundle ships: the repo's own `bonsai-sync sync` output (CI checks it is fresh)."""
     vendor = REPO / "surfaces" / "extension" / "vendor"
-    if (vendor / "bonsai" / "gpu" / "browser.py").is_file():
-        return vendor
-    synced, why = _sync_closure(tmp)
-    if synced is not None:
-        return synced
-    # bonsai-sync refuses the closure (see `why`); ship the runtime's sources so the page's own
-    # checks still run, and let test_closure_has_no_numpy_or_wgpu report the refusal.
-    warnings.warn(f"bonsai-sync refused the extension closure; bundling runtime/bonsai as is:\n{why}", stacklevel=2)
-    dest = tmp / "closure"
-    shutil.copytree(REPO / "runtime" / "bonsai", dest / "bonsai",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (dest / "SYNC_REFUSED.txt").write_text(why)
-    return dest
+    if not (vendor / "bonsai" / "engine" / "engine.py").is_file():
+        pytest.fail("surfaces/extension/vendor holds no synced runtime: run `bonsai-sync sync`")
+    return vendor
 
 
 @pytest.fixture(scope="session")

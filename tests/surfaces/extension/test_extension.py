@@ -101,24 +101,46 @@ PROMPT = "The capital of France is"
 N_TOKENS = 3  # a handful: SwiftShader decodes slowly
 
 
-def test_greedy_tokens_in_the_browser_equal_the_native_runtime(browser, model_server, gpu):
+@pytest.fixture(scope="module")
+def native_greedy(gpu):
+    """The native runtime's greedy tokens for PROMPT (4-bit KV), and its decode tokens/s."""
+    from bonsai.engine import Sampling
+    from bonsai.engine.native import load_engine
+
+    engine = load_engine(None, gpu=gpu, kv="q4", progress=False, max_positions=64)
+    prompt_ids = engine.tokenizer.encode(PROMPT)
+    gen = engine.generate(prompt_ids, max_tokens=N_TOKENS, sampling=Sampling())
+    return prompt_ids, gen
+
+
+def _generate_in_the_page(browser, model_server, extra: str = "") -> dict:
     from bonsai.models import default_model_path
 
     root, base = model_server
     model = Path(default_model_path())
-    (root / model.name).symlink_to(model)
-    result = browser.open(f"page.html?checks=&model={base}/{model.name}&prompt={PROMPT}&tokens={N_TOKENS}",
-                          timeout=240)
+    if not (root / model.name).exists():
+        (root / model.name).symlink_to(model)
+    result = browser.open(f"page.html?checks=&model={base}/{model.name}&prompt={PROMPT}&tokens={N_TOKENS}&kv=q4"
+                          f"{extra}", timeout=240)
     check = result["checks"]["generate"]
-    assert check["ok"], result
+    assert check["ok"] and check["kv"] == "q4", result
+    return check
 
-    from bonsai.engine import Sampling
-    from bonsai.engine.native import load_engine
 
-    engine = load_engine(model, gpu=gpu, progress=False, max_positions=64)
-    native = engine.generate(engine.tokenizer.encode(PROMPT), max_tokens=N_TOKENS, sampling=Sampling())
-    assert check["prompt_ids"] == engine.tokenizer.encode(PROMPT)
-    assert check["tokens"] == native.tokens, (check, native.tokens)
+def test_greedy_tokens_in_the_browser_equal_the_native_runtime(browser, model_server, native_greedy):
+    check = _generate_in_the_page(browser, model_server)
+    prompt_ids, native = native_greedy
+    assert check["prompt_ids"] == prompt_ids
+    assert check["tokens"] == native.tokens and check["recoveries"] == 0, (check, native.tokens)
+    print(f"\ngreedy {check['tokens']} {check['text']!r}: browser {check['decode_tokens_per_s']} tok/s "
+          f"(load {check['load_s']} s, prefill {check['prefill_s']} s), native {native.decode_tokens_per_s:.3f} tok/s")
+
+
+def test_the_engine_in_the_browser_recovers_from_device_loss_with_the_same_tokens(browser, model_server,
+                                                                                 native_greedy):
+    """The device is destroyed before the first decode step: device.lost -> a new BrowserGpu -> same tokens."""
+    check = _generate_in_the_page(browser, model_server, "&lose_after=1")
+    assert check["recoveries"] == 1 and check["tokens"] == native_greedy[1].tokens, check
 
 
 def test_the_file_picker_shows_a_named_error_for_a_corrupted_model(browser, tmp_path):

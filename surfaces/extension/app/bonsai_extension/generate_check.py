@@ -12,19 +12,29 @@ from typing import Any
 from .model_check import open_model
 
 
-def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int) -> dict:
-    """Load the model onto `gpu`, encode `prompt`, greedily decode `max_tokens` tokens."""
+def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = "q4", lose_after: int = 0) -> dict:
+    """Load the model onto `gpu`, encode `prompt`, greedily decode `max_tokens` tokens (KV cache mode `kv`).
+
+    lose_after > 0: destroy the device before decode step `lose_after`; the engine must notice the
+    loss (`device.lost`), open a new device, rebuild from its host master and go on.
+    """
     from bonsai.config import ModelConfig
     from bonsai.engine import Engine, Sampling  # the engine itself; it must run without numpy here
 
     started = time.perf_counter()
     reader = open_model(path, name)
-    engine = Engine(reader, ModelConfig.from_gguf(reader), gpu, progress=False, max_positions=64)
+    engine = Engine(reader, ModelConfig.from_gguf(reader), gpu, kv=kv, progress=False, max_positions=64)
     loaded = time.perf_counter() - started
     prompt_ids = engine.tokenizer.encode(prompt)
-    gen = engine.generate(prompt_ids, max_tokens=max_tokens, sampling=Sampling())
+    def on_step(i: int) -> None:
+        if lose_after and i + 1 == lose_after:
+            engine.gpu.destroy()
+
+    gen = engine.generate(prompt_ids, max_tokens=max_tokens, sampling=Sampling(), on_step=on_step)
     return {
         "ok": True,
+        "kv": kv,
+        "recoveries": len(gen.recoveries),
         "prompt_ids": prompt_ids,
         "tokens": gen.tokens,
         "text": engine.tokenizer.decode(gen.tokens),

@@ -37,7 +37,8 @@ def run(params: Any) -> str:
     """Run the checks in `params` (a dict from page.js); the JSON result the page shows and tests read.
 
     params: checks (list of "attention", "verbs", "device_loss"), mutate (attention mutation switch), model_path + model_name
-    (a model written into the file system by the page), prompt + tokens (greedy generation with it).
+    (a model written into the file system by the page), prompt + tokens + kv + lose_after (greedy generation with it, KV cache mode kv, the device destroyed
+    before decode step lose_after when it is not 0).
     """
     params = dict(params)
     result: dict[str, Any] = {"ok": False, "checks": {}, "error": None}
@@ -67,7 +68,8 @@ def run(params: Any) -> str:
                 from . import generate_check
 
                 _check("generate", result["checks"], generate_check.run, gpu or BrowserGpu.create(),
-                       params["model_path"], params.get("model_name"), params["prompt"], int(params.get("tokens", 4)))
+                       params["model_path"], params.get("model_name"), params["prompt"], int(params.get("tokens", 4)),
+                       params.get("kv", "q4"), int(params.get("lose_after", 0)))
     except Exception as exc:  # noqa: BLE001 - reported in the page, never a silent hang
         result["error"] = describe(exc)
     result["ok"] = result["error"] is None and all(

@@ -227,6 +227,11 @@ class BrowserGpu:
         self.queue.submit(self._to_js([self._encoder.finish()]))
         self._encoder = None
 
+    def is_lost(self) -> bool:
+        """True once the device's `lost` promise has resolved."""
+        self._run_sync(self._js.Promise.resolve(None))  # let a pending `lost` callback run
+        return self.lost is not None
+
     def destroy(self) -> None:
         """Destroy the device (its `lost` promise then resolves with reason "destroyed")."""
         self.device.destroy()

@@ -6,18 +6,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..config import ModelConfig
 from ..gguf import GGUFReader
-from ..gpu.device import Gpu
-from ..models import resolve_model
+from ..gpu.backend import GpuBackend
 from .model import GpuModel
 from .recovery import LossWatch, is_device_lost
-from .sampler import Sampling, sample
+from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
 
 
@@ -38,9 +34,13 @@ class Generation:
 
 
 class Engine:
-    """A model on the GPU with its KV cache. Positions advance as tokens are fed in."""
+    """A model on the GPU with its KV cache. Positions advance as tokens are fed in.
 
-    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: Gpu, *, kv: str = "f32", window: int = 256,
+    `gpu` is any `GpuBackend` (native `Gpu`, browser `BrowserGpu`); `bonsai.engine.native.load_engine`
+    opens a GGUF file on the native one.
+    """
+
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 256,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
                  progress: bool = True, cache_factory: Callable[..., Any] | None = None) -> None:
         self.reader, self.cfg = reader, cfg
@@ -55,13 +55,6 @@ class Engine:
         self._watch = LossWatch()
         self._build(gpu, cache=None)
 
-    @classmethod
-    def load(cls, path: str | Path | None = None, *, gpu: Gpu | None = None, **options: Any) -> Engine:
-        """Open `path` (None: the default model), check it, upload it; options as in `__init__`."""
-        reader = GGUFReader(resolve_model(path))
-        cfg = ModelConfig.from_gguf(reader)
-        return cls(reader, cfg, gpu or Gpu.create(), **options)
-
     @property
     def tokenizer(self) -> Any:
         """The model's byte-level BPE tokenizer (built on first use)."""
@@ -71,12 +64,12 @@ class Engine:
             self._tokenizer = Tokenizer.from_gguf(self.reader)
         return self._tokenizer
 
-    def _build(self, gpu: Gpu, cache: Any) -> None:
+    def _build(self, gpu: GpuBackend, cache: Any) -> None:
         self.gpu = gpu
         self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
         if cache is None:
             if self.cache_factory is None:
-                from ..kv import KVCache
+                from ..kv.cache import KVCache
 
                 self.cache_factory = KVCache
             cache = self.cache_factory(gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
@@ -88,10 +81,11 @@ class Engine:
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> float:
-        """Open a new device; rebuild pipelines, weights and KV windows (from the host master)."""
+        """Open a new device of the same backend; rebuild pipelines, weights and KV windows (from the host master)."""
         t0 = time.perf_counter()
         print("bonsai: GPU device lost; rebuilding on a new device", file=sys.stderr)
-        self._build(Gpu.create(), cache=self.cache)
+        backend: Any = type(self.gpu)  # every backend class has `create()` (not part of the instance Protocol)
+        self._build(backend.create(), cache=self.cache)
         took = time.perf_counter() - t0
         self.recoveries.append(took)
         return took
@@ -139,15 +133,20 @@ class Engine:
         self.rewind(n)
         return ids[n:]
 
-    def forward(self, ids: list[int]) -> np.ndarray:
-        """Feed `ids` at the current position; (len(ids), vocab) logits of every token."""
+    def forward(self, ids: list[int]) -> memoryview[float]:
+        """Feed `ids` at the current position; (len(ids), vocab) f32 logits of every token.
+
+        A read-only memoryview shaped (len(ids), vocab); `np.asarray(...)` wraps it without a copy.
+        """
         rows = []
         for i in range(0, len(ids), self.batch):
             rows.append(self._step(list(ids[i : i + self.batch]), all_logits=True, want="logits"))
-        return np.concatenate(rows)
+        if len(rows) == 1:
+            return rows[0]
+        return memoryview(b"".join(r.cast("B") for r in rows)).cast("f", (len(ids), self.cfg.vocab_size))
 
     def prefill(self, ids: list[int], *, want: str = "logits") -> Any:
-        """Feed `ids`; the last token's logits (1, vocab) or, with want="token", its argmax id."""
+        """Feed `ids`; the last token's logits (a (1, vocab) f32 memoryview) or, with want="token", its argmax id."""
         out = None
         for i in range(0, len(ids), self.batch):
             chunk = list(ids[i : i + self.batch])
@@ -166,7 +165,7 @@ class Engine:
         (the text is cut before it). `on_token(id, text_piece)` streams; `on_step(i)` runs before step i.
         """
         s = sampling or Sampling()
-        rng = np.random.default_rng(s.seed)
+        rng = s.rng()
         stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
         want = "token" if s.greedy else "logits"
         start = len(self.recoveries)
@@ -176,7 +175,7 @@ class Engine:
         t1 = time.perf_counter()
         text = ""
         for i in range(max_tokens):
-            tok = out if want == "token" else sample(out[-1], s, rng)
+            tok = out if want == "token" else sample(last_row(out), s, rng)
             if tok in stops:
                 gen.stop_reason = "eos"
                 break

@@ -10,6 +10,7 @@ from ..gguf import GGUFReader
 from ..ops.matmul import QMatrix, interleave_rows, upload_matrix
 from ..ops.qtypes import qtype
 from .progress import Progress
+from .vectors import f32_bytes
 
 
 @dataclass
@@ -58,17 +59,16 @@ def _concat_rows(gpu: Any, reader: GGUFReader, names: list[str], bar: Progress, 
 
 def _vector(gpu: Any, reader: GGUFReader, name: str, bar: Progress) -> Any:
     info = reader.tensor(name)
-    if info.type_name != "F32":
-        import numpy as np
-
-        from ..ops.qtypes import dequantize
-
-        raw = np.frombuffer(reader.tensor_data(name), np.uint8)
-        buf = gpu.upload(dequantize(raw, qtype(info.type_name, tensor=name), info.shape[0]))
-    else:
-        buf = gpu.upload(reader.tensor_data(name))
+    buf = gpu.upload(_f32(reader, name))
     bar.advance(info.n_bytes)
     return buf
+
+
+def _f32(reader: GGUFReader, name: str) -> Any:
+    """A vector tensor's weights as f32 bytes (F32 tensors as their mapped bytes, no copy)."""
+    info = reader.tensor(name)
+    data = reader.tensor_data(name)
+    return data if info.type_name == "F32" else f32_bytes(data, qtype(info.type_name, tensor=name))
 
 
 def upload_weights(gpu: Any, reader: GGUFReader, cfg: ModelConfig, progress: bool = True) -> Weights:
@@ -80,17 +80,8 @@ def upload_weights(gpu: Any, reader: GGUFReader, cfg: ModelConfig, progress: boo
         layers = []
         for i in range(cfg.n_layers):
             n = layer_tensor_names(cfg, i)
-            if cfg.qk_norm:
-                import numpy as np
-
-                from ..ops.qtypes import dequantize
-
-                def vec(name: str) -> Any:
-                    info = reader.tensor(name)
-                    raw = np.frombuffer(reader.tensor_data(name), np.uint8)
-                    return dequantize(raw, qtype(info.type_name, tensor=name), info.shape[0])
-
-                qk = gpu.upload(np.concatenate([vec(n["attn_q_norm"]), vec(n["attn_k_norm"])]))
+            if cfg.qk_norm:  # [q_norm | k_norm] in one buffer
+                qk = gpu.upload(b"".join(bytes(_f32(reader, n[x])) for x in ("attn_q_norm", "attn_k_norm")))
             else:
                 qk = gpu.buffer(16)
             layers.append(LayerWeights(

@@ -51,6 +51,8 @@ class GpuBackend(Protocol):
 
     def flush(self) -> None: ...
 
+    def is_lost(self) -> bool: ...
+
 
 def round_up(n: int, multiple: int) -> int:
     """`n` rounded up to a multiple of `multiple` (buffer sizes and copy lengths must be 4-aligned)."""

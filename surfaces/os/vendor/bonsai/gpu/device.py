@@ -218,6 +218,15 @@ class Gpu:
         self._encoder = None
 
     # ---- internals ----------------------------------------------------------------------
+    def is_lost(self) -> bool:
+        """True when the device is unusable: wgpu-py 0.32 has no `device.lost`, so probe it (creating a
+        buffer fails with "Parent device is lost" on a dead device)."""
+        try:
+            self.device.create_buffer(size=16, usage=self._wgpu.BufferUsage.STORAGE)
+        except Exception:  # noqa: BLE001 - any failure of the probe means the device is unusable
+            return True
+        return False
+
     def _open_encoder(self) -> Any:
         if self._encoder is None:
             self._encoder = self.device.create_command_encoder()

@@ -20,8 +20,9 @@ quality table (perplexity, KL and argmax changes against f32 on real text).
 
 Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-major f32):
 
-    from bonsai.kv import KVCache
-    cache = KVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
+    from bonsai.kv.numpy_host import NumpyKVCache   # every mode; the host side in numpy (native)
+    from bonsai.kv.cache import KVCache             # pure Python (the browser): row modes only
+    cache = NumpyKVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
                     mode="f32" | "q8" | "q4" | ... (any of modes.MODES), window=64, vram_budget=None,
                     staging_positions=512, variant="auto")
         # window: positions per GPU slot; vram_budget: bytes of slots (None = all resident);
@@ -31,7 +32,7 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
         # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
         # staging area; the host master catches up at the next `sync_host()`.
     cache.sync_host()
-        # ONE readback of every row appended since the last sync -> host master (numpy).
+        # ONE readback of every row appended since the last sync -> host master (bytes).
         # Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose
         # scale (or min) overflows f16; those rows are never committed to the master.
         # Call once per engine step (prefill or decode token). Also called automatically
@@ -41,17 +42,19 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
         # pos_base + i and attends to positions [0, pos_base + i] (causal). GQA: query head h
         # reads KV head h // (n_heads // n_kv_heads). Records dispatches; submits only when a
         # non-resident window has to be streamed in.
-    cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
     cache.restore(new_gpu)                # after device loss: rebuild GPU windows from the master
     cache.bytes_per_position()            # GPU bytes per layer per position, from buffer sizes
     cache.residual_bytes()                # grouped-K modes: bytes of one layer's f32 residual buffer
-    cache.residual(layer)                 # grouped-K modes: (first position, f32 rows) of the residual
     cache.length[layer]                   # positions committed to the host master
     cache.streamed_windows                # windows written up from the master so far
+  NumpyKVCache only (numpy views of the master, for tests and measurements):
+    cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
+    cache.residual(layer)                 # grouped-K modes: (first position, f32 rows) of the residual
     cache.host_rows(layer, kind)          # the master copy ("k"/"v") in the cache's format
     cache.dequantised(layer, kind)        # [positions, n_kv, hd] f32 as attention sees it
 
-Lower level: `formats` (numpy reference of every row format), `modes` (the mode table),
+Lower level: `rowformats` (the row formats as data), `formats` (their numpy reference),
+`modes` (the mode table), `words` (parameter words without numpy),
 `attention.Attention` (the windowed online-softmax driver the cache uses), `verify` / `measure` /
 `quality` (the CLI checks and measurements).
 """
@@ -67,7 +70,7 @@ __all__ = ["MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError"]
 
 
 def __getattr__(name: str) -> Any:
-    # KVCache pulls in numpy; import it on first use so `bonsai --help` stays light
+    # import the cache (and its kernels' drivers) on first use so `bonsai --help` stays light
     if name == "KVCache":
         from .cache import KVCache
 

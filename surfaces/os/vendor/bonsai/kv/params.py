@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from .words import pack_u32, param_key
 
 
 class ParamCache:
@@ -22,11 +22,11 @@ class ParamCache:
 
     def get(self, *words: int | float) -> Any:
         """The buffer holding `words` (ints as u32, floats as f32 bits)."""
-        key = tuple(int(np.float32(w).view(np.uint32)) if isinstance(w, float) else int(w) for w in words)
+        key = param_key(words)
         buf = self._bufs.get(key)
         if buf is None:
             if len(self._bufs) >= self.limit:
                 self._bufs.pop(next(iter(self._bufs)))
-            buf = self.gpu.upload(np.array(key, np.uint32))
+            buf = self.gpu.upload(pack_u32(key))
             self._bufs[key] = buf
         return buf

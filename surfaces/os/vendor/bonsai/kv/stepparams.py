@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from .words import pack_u32, param_key
 
 
 class StepParams:
@@ -25,17 +25,17 @@ class StepParams:
 
     def get(self, role: tuple, *words: int | float) -> Any:
         """The role's buffer, rewritten first if it does not hold `words` (ints as u32, floats as f32 bits)."""
-        key = tuple(int(np.float32(w).view(np.uint32)) if isinstance(w, float) else int(w) for w in words)
+        key = param_key(words)
         entry = self._bufs.get(role)
         if entry is None:
-            buf = self.gpu.upload(np.array(key, np.uint32))
+            buf = self.gpu.upload(pack_u32(key))
             self._bufs[role] = (buf, key)
             return buf
         buf, held = entry
         if held != key:
             if len(held) != len(key):
                 raise ValueError(f"step parameter role {role!r} changed size ({len(held)} -> {len(key)} words)")
-            self.gpu.write(buf, np.array(key, np.uint32))
+            self.gpu.write(buf, pack_u32(key))
             self._bufs[role] = (buf, key)
             self.rewrites += 1
         return buf

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
-
-from .formats import FORMATS, RowFormat
 from .modes import MODES, Mode, get_mode
 from .params import ParamCache
+from .rowformats import FORMATS, RowFormat
+from .words import f32_literal
 
 
 def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]:
@@ -43,7 +43,7 @@ class Store:
         self.params = params or ParamCache(gpu)
         self.kernel = gpu.kernel(
             "bonsai.kv", "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
-            INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)), ROUNDING=rounding_source(),
+            INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)), ROUNDING=rounding_source(),
             K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
             V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
@@ -74,11 +74,6 @@ class GroupStore:
         params = self.params.get(src_word, dst_word, 0, 0)
         n = self.n_kv * self.head_dim // 8
         self.gpu.dispatch(self.kernel, [params, src, dst], ((n + 63) // 64,))
-
-
-def _f32_literal(x: float) -> str:
-    """A WGSL literal that parses to exactly f32(x)."""
-    return f"bitcast<f32>({int(np.float32(x).view(np.uint32))}u)"
 
 
 __all__ = ["MODES", "Store"]

@@ -7,7 +7,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from .qtypes import QType, dequantize
+from .qtypes import QType
 
 WG = 64
 
@@ -93,42 +93,15 @@ def dispatch_embed(gpu: Any, m: QMatrix, ids: Any, y: Any, prm: Any, t: int) -> 
 
 
 def interleave_rows(raw: Any, rows_a: int) -> bytes:
-    """Rows of [A; B] (each rows_a rows) reordered to A0, B0, A1, B1, ... (for OUT_SWIGLU)."""
-    import numpy as np
+    """Rows of [A; B] (each rows_a rows) reordered to A0, B0, A1, B1, ... (for OUT_SWIGLU).
 
-    r = np.frombuffer(raw, np.uint8).reshape(2, rows_a, -1)
-    return np.ascontiguousarray(r.transpose(1, 0, 2)).tobytes()
-
-
-def matmul(gpu: Any, m: QMatrix, x: Any, *, accum_into: Any = None) -> Any:
-    """Convenience for tests: x (t, cols) float32 numpy -> y (t, rows) float32, one dispatch."""
-    import numpy as np
-
-    x = np.ascontiguousarray(x, np.float32).reshape(-1, m.cols)
-    t = x.shape[0]
-    xb = gpu.upload(x)
-    y0 = np.zeros((t, m.rows), np.float32) if accum_into is None else accum_into.astype(np.float32)
-    yb = gpu.upload(y0)
-    prm = gpu.upload(params(m.rows, m.cols, t, m.row_bytes, m.cols, m.rows))
-    dispatch(gpu, m, xb, yb, prm, t, accum=accum_into is not None)
-    return np.frombuffer(gpu.read(yb, y0.nbytes), np.float32).reshape(t, m.rows)
-
-
-def embed(gpu: Any, m: QMatrix, ids: Any) -> Any:
-    """Convenience for tests: token ids -> (t, cols) float32 rows."""
-    import numpy as np
-
-    ids = np.asarray(ids, np.uint32)
-    t = len(ids)
-    yb = gpu.buffer(t * m.cols * 4)
-    prm = gpu.upload(params(m.rows, m.cols, t, m.row_bytes, 0, m.cols))
-    dispatch_embed(gpu, m, gpu.upload(ids), yb, prm, t)
-    return np.frombuffer(gpu.read(yb, t * m.cols * 4), np.float32).reshape(t, m.cols)
-
-
-def reference(raw: Any, q: QType, rows: int, cols: int, x: Any) -> Any:
-    """Numpy oracle in float64: x (t, cols) @ dequant(W).T -> (t, rows)."""
-    import numpy as np
-
-    w = dequantize(raw, q, cols).astype(np.float64)
-    return np.asarray(x, np.float64).reshape(-1, cols) @ w.T
+    Pure Python (one slice per row, joined once) so model loading needs no array library.
+    """
+    view = memoryview(raw).cast("B")
+    if rows_a <= 0 or view.nbytes % (2 * rows_a):
+        raise ValueError(f"interleave_rows: {view.nbytes} bytes do not split into 2 x {rows_a} equal rows")
+    rb = view.nbytes // (2 * rows_a)
+    parts: list[memoryview] = []
+    for i in range(rows_a):
+        parts += (view[i * rb : (i + 1) * rb], view[(rows_a + i) * rb : (rows_a + i + 1) * rb])
+    return b"".join(parts)

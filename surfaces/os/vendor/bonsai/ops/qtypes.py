@@ -1,9 +1,8 @@
-"""GGML block formats the matmul kernels read directly, and their numpy dequantisation reference."""
+"""GGML block formats the matmul kernels read directly (`host.dequantize` is their host-side reference)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import BonsaiError
 
@@ -55,42 +54,3 @@ def qtype(name_or_id: str | int, *, tensor: str = "?") -> QType:
             f"(supported: {', '.join(QTYPES)})"
         )
     return q
-
-
-def dequantize(raw: Any, q: QType, ncols: int) -> Any:
-    """Numpy reference: rows of raw GGML blocks (uint8, shape (rows, row_bytes)) -> float32 (rows, ncols)."""
-    import numpy as np
-
-    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, q.row_bytes(ncols))
-    rows = raw.shape[0]
-    if q.name == "F32":
-        return raw.view(np.float32).reshape(rows, ncols).copy()
-    if q.name == "F16":
-        return raw.view(np.float16).astype(np.float32).reshape(rows, ncols)
-    blocks = raw.reshape(rows, ncols // q.block, q.nbytes)
-    d = blocks[..., 0:2].copy().view(np.float16).astype(np.float32)  # (rows, nb, 1)
-    if q.name in ("Q4_0", "Q4_1"):
-        qs = blocks[..., 4:20] if q.name == "Q4_1" else blocks[..., 2:18]
-        nib = np.concatenate([qs & 0xF, qs >> 4], axis=-1).astype(np.float32)
-        if q.name == "Q4_0":
-            w = (nib - np.float32(8)) * d
-        else:
-            m = blocks[..., 2:4].copy().view(np.float16).astype(np.float32)
-            w = nib * d + m
-    elif q.name == "Q8_0":
-        w = blocks[..., 2:34].copy().view(np.int8).astype(np.float32) * d
-    else:  # Q1_0
-        bits = np.unpackbits(blocks[..., 2:18], axis=-1, bitorder="little")
-        w = np.where(bits == 1, d, -d)
-    return w.astype(np.float32).reshape(rows, ncols)
-
-
-def quantize_q1_0(w: Any) -> Any:
-    """Numpy: float rows (ncols % 128 == 0) -> Q1_0 bytes; d = mean |w| of the block (for tests)."""
-    import numpy as np
-
-    rows, ncols = w.shape
-    b = w.reshape(rows, ncols // 128, 128)
-    d = np.abs(b).mean(axis=-1, keepdims=True).astype(np.float16)
-    bits = np.packbits((b > 0).astype(np.uint8), axis=-1, bitorder="little")
-    return np.concatenate([d.view(np.uint8), bits], axis=-1).reshape(rows, -1)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+from array import array
 from typing import Any
-
-import numpy as np
 
 from ..config import ModelConfig
 from ..ops import argmax, rmsnorm, rope
@@ -65,7 +65,7 @@ class GpuModel:
         """Record the forward of `ids` at positions pos.. ; logits land in act.logits (rows: all or the last)."""
         c, a, g, t = self.cfg, self.act, self.gpu, len(ids)
         assert 0 < t <= a.batch
-        g.write(a.ids, np.asarray(ids, np.uint32))
+        g.write(a.ids, array("I", ids))
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
                                        c.n_heads, c.rms_eps))
         prepare = getattr(self.cache, "prepare", None)
@@ -104,9 +104,11 @@ class GpuModel:
             self._mm(out, a.xn, a.logits, 1, x_stride=c.dim, y_stride=c.vocab_size, x_off=(t - 1) * c.dim)
         argmax.dispatch(g, a.logits, a.token, self.params(argmax.params(c.vocab_size, 0)))
 
-    def read_logits(self, rows: int) -> np.ndarray:
-        n = rows * self.cfg.vocab_size
-        return np.frombuffer(self.gpu.read(self.act.logits, n * 4), np.float32).reshape(rows, self.cfg.vocab_size)
+    def read_logits(self, rows: int) -> memoryview[float]:
+        """The first `rows` rows of logits: a read-only f32 memoryview shaped (rows, vocab)."""
+        v = self.cfg.vocab_size
+        return memoryview(self.gpu.read(self.act.logits, rows * v * 4)).cast("f", (rows, v))
 
     def read_token(self) -> int:
-        return int(np.frombuffer(self.gpu.read(self.act.token, 4), np.uint32)[0])
+        """The argmax id of the last row (written by the argmax kernel)."""
+        return int(struct.unpack("<I", self.gpu.read(self.act.token, 4))[0])

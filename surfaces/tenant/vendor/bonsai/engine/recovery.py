@@ -1,4 +1,4 @@
-"""Telling a lost GPU device apart from other failures (wgpu-py 0.32 has no `device.lost`).
+"""Telling a lost GPU device apart from other failures (the backend's `is_lost` probe, and wgpu's log).
 
 Two signals: an exception whose text says the device is lost (or a probe on the device that fails
 after any exception), and the `wgpu` logger, where wgpu-py reports errors it does not raise.
@@ -13,17 +13,13 @@ from ..errors import DeviceLostError
 
 
 def is_device_lost(gpu: Any, exc: BaseException) -> bool:
-    """True when `exc` came from a lost device: its text says so, or a fresh probe on the device fails."""
+    """True when `exc` came from a lost device: its text says so, or the backend says the device is lost."""
     if isinstance(exc, DeviceLostError):
         return True
     text = f"{exc} {exc.__cause__ or ''}".lower()
     if "lost" in text or "destroyed" in text:
         return True
-    try:  # probe: creating a buffer fails with "Parent device is lost" on a dead device
-        gpu.device.create_buffer(size=16, usage=gpu._wgpu.BufferUsage.STORAGE)
-    except Exception:  # noqa: BLE001 - any failure of the probe means the device is unusable
-        return True
-    return False
+    return bool(gpu.is_lost())
 
 
 class LossWatch(logging.Handler):

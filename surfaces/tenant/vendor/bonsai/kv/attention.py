@@ -7,16 +7,16 @@ one whole-cache window is written in `attention.wgsl`, where the state is kept.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from .formats import FORMATS, GROUP
 from .modes import Mode, get_mode
 from .params import ParamCache
+from .rowformats import FORMATS, GROUP
 from .stepparams import StepParams
-from .store import _f32_literal, format_constants
+from .store import format_constants
+from .words import f32_literal
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Attention:
         self.rotate = None
         if m.rotate_k:
             self.rotate = gpu.kernel("bonsai.kv", "rotate.wgsl", HEAD_DIM=head_dim,
-                                     INV_SQRT_HD=_f32_literal(1.0 / np.sqrt(head_dim)))
+                                     INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
         self._qr: Any = None
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
@@ -123,7 +123,7 @@ class Attention:
         """The (cached) parameter buffer of one attention call."""
         if self.mutations.pos_base_zero:
             pos_base = 0
-        scale = float(np.float32(1.0 / np.sqrt(self.head_dim)))
+        scale = 1.0 / math.sqrt(self.head_dim)  # sent as f32 bits
         if self.step is not None:
             return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
@@ -187,19 +187,3 @@ class Attention:
 
 def _groups(n: int) -> int:
     return (n + 63) // 64
-
-
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, pos_base: int) -> np.ndarray:
-    """fp64 causal GQA attention: q [n_q, n_heads, hd], k/v [kv_len, n_kv, hd] (f32 values)."""
-    n_q, n_heads, hd = q.shape
-    n_kv = k.shape[1]
-    group = n_heads // n_kv
-    out = np.zeros((n_q, n_heads, hd), np.float64)
-    for t in range(n_q):
-        last = pos_base + t + 1
-        for h in range(n_heads):
-            kk = k[:last, h // group].astype(np.float64)
-            s = kk @ q[t, h].astype(np.float64) / np.sqrt(hd)
-            e = np.exp(s - s.max())
-            out[t, h] = (e / e.sum()) @ v[:last, h // group].astype(np.float64)
-    return out

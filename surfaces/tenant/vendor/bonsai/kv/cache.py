@@ -1,4 +1,4 @@
-"""KVCache: the host-RAM master copy of K/V (numpy, cache format) and GPU windows under a budget.
+"""KVCache: the host-RAM master copy of K/V (bytes, cache format) and GPU windows under a budget.
 
 Layout (u32 words; rk / rv = K / V row words of the mode, W = window positions):
     host[layer]      [n_windows, W*n_kv*rk + W*n_kv*rv]   K block then V block; one window contiguous
@@ -8,7 +8,7 @@ Layout (u32 words; rk / rv = K / V row words of the mode, W = window positions):
 Grouped-K modes (kc4*): K is quantised per channel over groups of G positions (`formats`: 32 for
 c4, 64 for c4a).
 The newest, partial group is kept as f32 rows, the residual: on the GPU in its own buffer per layer
-[G, n_kv, hd] f32, in the master as a numpy array of the same shape. The store kernel writes K
+[G, n_kv, hd] f32, in the master as bytes of the same layout. The store kernel writes K
 as f32 into staging; the rows are copied into the residual buffer and, when a group fills, the
 group kernel quantises the residual into the group's window slot (windows are whole groups:
 W % G == 0). Attention folds the quantised windows, then the residual as a last window whose
@@ -16,27 +16,29 @@ K rows are f32 (same state, same order: the windowed == whole-cache invariant is
 host master mirrors this at `sync_host`, quantising a filled group with the numpy reference (bit-
 identical to the group kernel; tested). Appending into an already quantised group (a rewind)
 restarts the residual from that group's dequantised rows: exactly the values attention read.
+
+This module is pure Python (it runs in the browser under Pyodide, where there is no numpy): the
+row modes only move bytes on the host. Grouped modes need the host to quantise and dequantise
+groups, which `numpy_host.NumpyKVCache` supplies (`_encode_rows` / `_decode_rows`); it also reads
+the master as numpy arrays (`host_rows`, `dequantised`, `append_host`) for tests and measurements.
 The API the engine uses is documented in `bonsai.kv` (the package docstring).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from . import formats
 from .attention import Attention, Window
 from .errors import KVError, NonFiniteKVError
-from .formats import GROUP
-from .modes import MODES, Mode, get_mode, k_view
+from .modes import MODES, Mode, get_mode
 from .params import ParamCache
-from .quant4 import check_finite
+from .rowformats import GROUP, RowFormat
 from .scatter import Scatter
 from .stepparams import StepParams
-from .store import GroupStore, Store, k_limit
+from .store import GroupStore, Store
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class _Pending:
 class KVCache:
     """Per-layer K/V in a `bonsai.kv.modes` mode: host master + GPU windows (see `bonsai.kv`)."""
 
+    host_codec = False  # True in subclasses that implement _encode_rows / _decode_rows (grouped modes)
+
     def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
                  mode: str = "f32", window: int = 64, vram_budget: int | None = None,
                  staging_positions: int = 512, variant: str = "auto") -> None:
@@ -61,6 +65,10 @@ class KVCache:
         if min(n_layers, n_kv_heads, head_dim, max_positions, window, staging_positions) < 1:
             raise KVError("KVCache sizes (layers, kv heads, head_dim, positions, window, staging) must be >= 1")
         self.m = get_mode(mode)
+        if self.m.grouped and not self.host_codec:
+            raise KVError(f"KV mode {mode} quantises K per group on the host, which needs numpy: use "
+                          "bonsai.kv.numpy_host.NumpyKVCache, or a row mode (" +
+                          ", ".join(n for n, m in MODES.items() if not m.grouped) + ")")
         self.G = self.m.group or GROUP  # positions per K group (grouped modes)
         if self.m.grouped and window % self.G:
             raise KVError(f"KV mode {mode} quantises K in groups of {self.G} positions: window must be a "
@@ -87,11 +95,12 @@ class KVCache:
                 raise KVError(f"vram_budget={vram_budget} bytes is below one window slot "
                               f"({self.slot_bytes} bytes = {window} positions x {self.pos_words * 4} bytes); "
                               "raise the budget or lower `window`")
-        self._host = [np.zeros((self.n_windows, window * self.pos_words), np.uint32) for _ in range(n_layers)]
+        self._host = [bytearray(self.n_windows * self.slot_bytes) for _ in range(n_layers)]
         self.length = [0] * n_layers  # positions committed to the host master, per layer
         # grouped K: the newest partial group in f32 (host), and the group start it holds
-        self._hres = [np.zeros((self.G, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
-        self._hres_v = [np.zeros((self.G, n_kv_heads, head_dim), np.float32) for _ in range(n_layers)]
+        self._res_row = n_kv_heads * head_dim * 4  # bytes of one position's f32 rows
+        self._hres = [bytearray(self.G * self._res_row) for _ in range(n_layers)]
+        self._hres_v = [bytearray(self.G * self._res_row) for _ in range(n_layers)]
         self._hres_start = [0] * n_layers
         self.staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
@@ -129,10 +138,9 @@ class KVCache:
                 self._noflags = gpu.buffer(self.G * self.n_kv * 4)
         self._gres_start = list(self._hres_start)
 
-    def _residual_words(self, layer: int) -> np.ndarray:
+    def _residual_words(self, layer: int) -> bytes:
         """The GPU residual buffer's contents: K rows [G, n_kv, hd] f32, then V rows when V has one."""
-        parts = [self._hres[layer]] + ([self._hres_v[layer]] if self.vres else [])
-        return np.concatenate([p.ravel() for p in parts])
+        return bytes(self._hres[layer]) + (bytes(self._hres_v[layer]) if self.vres else b"")
 
     def _slot(self, layer: int, win: int, current: _Pending | None = None) -> Any:
         """The GPU buffer holding window `win` of `layer`, streamed in from the master if needed.
@@ -154,7 +162,7 @@ class KVCache:
             _, buf = self._resident.popitem(last=False)
         if win * self.window < self.length[layer]:
             # large windows: the threaded mapped-staging path where the backend has one (same bytes land)
-            getattr(self.gpu, "write_staged", self.gpu.write)(buf, self._host[layer][win])
+            getattr(self.gpu, "write_staged", self.gpu.write)(buf, self._window_bytes(layer, win))
             self.streamed_windows += 1
         self._resident[key] = buf
         return buf
@@ -224,9 +232,9 @@ class KVCache:
             if g0 > self._hres_start[layer]:
                 raise KVError(f"layer {layer}: append at position {pos} skips positions "
                               f"{self._hres_start[layer]}..{g0 - 1} of a grouped-K cache; append in order")
-            self._hres[layer][:] = self._host_group(layer, g0)
+            self._hres[layer][:] = self._decode_rows(self._rows(layer, "k", g0, g0 + self.G), self.G, self.m.kf)
             if self.vres:
-                self._hres_v[layer][:] = formats.decode(self._get(self._v_block(layer), g0, g0 + self.G), self.m.vf)
+                self._hres_v[layer][:] = self._decode_rows(self._rows(layer, "v", g0, g0 + self.G), self.G, self.m.vf)
             self._hres_start[layer] = g0
         self.gpu.write(self._res[layer], self._residual_words(layer))
         self._gres_start[layer] = g0
@@ -239,12 +247,12 @@ class KVCache:
         used_words, used_flags = self._used_words, self._used_flags
         self._used_words = self._used_flags = 0
         self.gpu.copy(self._flags, 0, self._staging, used_words * 4, used_flags * 4)
-        raw = np.frombuffer(self.gpu.read(self._staging, (used_words + used_flags) * 4), np.uint32)
-        data, flags = raw[:used_words], raw[used_words:]
+        raw = self.gpu.read(self._staging, (used_words + used_flags) * 4)
+        data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4:].cast("I")
         for e in pending:  # validate everything before committing anything
             f = flags[e.flag: e.flag + 2 * e.n * self.n_kv]
-            if f.any():
-                i = int(np.flatnonzero(f)[0])
+            if f.tobytes().count(0) != f.nbytes:
+                i = next(j for j, word in enumerate(f) if word)
                 kind, row = ("K", i) if i < e.n * self.n_kv else ("V", i - e.n * self.n_kv)
                 why = "a NaN/inf value" if f[i] == 1 else "a magnitude beyond the format's f16 scale"
                 raise NonFiniteKVError(
@@ -253,9 +261,9 @@ class KVCache:
                 )
         for e in pending:
             kn = e.n * self.n_kv * self.rks
-            k_rows = data[e.word: e.word + kn].reshape(e.n, self.n_kv, self.rks)
-            v_rows = data[e.word + kn: e.word + e.n * self._stage_pos_words].reshape(e.n, self.n_kv, self.rvs)
-            self._put_host(e.layer, e.pos, k_rows, v_rows)
+            k_rows = data[e.word * 4: (e.word + kn) * 4]
+            v_rows = data[(e.word + kn) * 4: (e.word + e.n * self._stage_pos_words) * 4]
+            self._put_host(e.layer, e.pos, e.n, k_rows, v_rows)
 
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
         """out[t] = causal GQA attention of q[t] (absolute position pos_base + t) over positions <= it."""
@@ -332,103 +340,70 @@ class KVCache:
             self._slot(layer, win)
 
     # ---- host side ------------------------------------------------------------------------
-    def append_host(self, layer: int, k: np.ndarray, v: np.ndarray, pos: int) -> None:
-        """Store numpy rows k, v [n, n_kv, hd] (f32) at [pos, pos+n); validated before anything changes."""
-        k, v = np.asarray(k, np.float32), np.asarray(v, np.float32)
-        self._check_range(layer, pos, len(k))
-        check_finite(k, f"layer {layer} K")
-        if self.m.grouped and np.abs(k).max(initial=0) >= k_limit(self.m.kf):
-            raise NonFiniteKVError(f"layer {layer} K: a magnitude beyond the {self.m.k} format's f16 scale; not cached")
-        if self.vres and np.isfinite(v).all() and np.abs(v).max(initial=0) >= k_limit(self.m.vf):
-            raise NonFiniteKVError(f"layer {layer} V: a magnitude beyond the {self.m.v} format's f16 scale; not cached")
-        ks = formats.encode(k_view(self.m, k), self.m.k_store, f"layer {layer} K")
-        vs = formats.encode(v, self.m.v_store, f"layer {layer} V")
-        self.sync_host()
-        if self.m.grouped and pos - pos % self.G != self._hres_start[layer]:
-            self._restart_residual(layer, pos)
-        self._put_host(layer, pos, ks, vs)
-        for win in range(pos // self.window, (pos + len(k) - 1) // self.window + 1):
-            slot = self._resident.get((layer, win))
-            if slot is not None:
-                self.gpu.write(slot, self._host[layer][win])
-        if self.m.grouped:
-            self.gpu.write(self._res[layer], self._residual_words(layer))
-            self._gres_start[layer] = self._hres_start[layer]
+    def _window_bytes(self, layer: int, win: int) -> memoryview:
+        """Window `win` of the master, laid out as its GPU slot (K block, then V block)."""
+        return memoryview(self._host[layer])[win * self.slot_bytes: (win + 1) * self.slot_bytes]
 
-    def _k_block(self, layer: int) -> np.ndarray:
-        """The master's K rows as [n_windows, W, n_kv, rk] (a view: writes reach the master)."""
-        h = self._host[layer][:, : self.window * self.k_words]
-        return h.reshape(self.n_windows, self.window, self.n_kv, self.rk)
+    def _runs(self, kind: str, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+        """(master byte offset, first position, end position, row bytes) of each window's piece of [start, end)."""
+        row = (self.k_words if kind == "k" else self.v_words) * 4
+        base = 0 if kind == "k" else self.window * self.k_words * 4
+        p = start
+        while p < end:
+            win, r = divmod(p, self.window)
+            stop = min(end, (win + 1) * self.window)
+            yield win * self.slot_bytes + base + r * row, p, stop, row
+            p = stop
 
-    def _v_block(self, layer: int) -> np.ndarray:
-        h = self._host[layer][:, self.window * self.k_words:]
-        return h.reshape(self.n_windows, self.window, self.n_kv, self.rv)
+    def _put_rows(self, layer: int, kind: str, pos: int, rows: Any) -> None:
+        """Stored rows of `kind` ("k" or "v") for positions pos.. (bytes, position-major) into the master."""
+        src = memoryview(rows).cast("B")
+        host = self._host[layer]
+        n = src.nbytes // ((self.k_words if kind == "k" else self.v_words) * 4)
+        for at, p, stop, row in self._runs(kind, pos, pos + n):
+            host[at: at + (stop - p) * row] = src[(p - pos) * row: (stop - pos) * row]
 
-    def _set(self, block: np.ndarray, pos: int, rows: np.ndarray) -> None:
-        p = np.arange(pos, pos + len(rows))
-        block[p // self.window, p % self.window] = rows
+    def _rows(self, layer: int, kind: str, start: int, end: int) -> bytes:
+        """The master's stored rows of `kind` for positions [start, end), position-major."""
+        host = self._host[layer]
+        return b"".join(host[at: at + (stop - p) * row] for at, p, stop, row in self._runs(kind, start, end))
 
-    def _get(self, block: np.ndarray, start: int, end: int) -> np.ndarray:
-        p = np.arange(start, end)
-        return block[p // self.window, p % self.window]
-
-    def _put_host(self, layer: int, pos: int, k_rows: np.ndarray, v_rows: np.ndarray) -> None:
-        n = len(k_rows)
+    def _put_host(self, layer: int, pos: int, n: int, k_rows: Any, v_rows: Any) -> None:
+        """Rows of positions [pos, pos+n) as the store kernel wrote them (K, V bytes) into the master."""
         if not self.vres:
-            self._set(self._v_block(layer), pos, v_rows)
+            self._put_rows(layer, "v", pos, v_rows)
         if not self.m.grouped:
-            self._set(self._k_block(layer), pos, k_rows)
+            self._put_rows(layer, "k", pos, k_rows)
         else:  # f32 K rows: into the residual; every group they fill is quantised into the master
-            kf = np.ascontiguousarray(k_rows).view(np.float32)
+            kb, vb, rb = memoryview(k_rows).cast("B"), memoryview(v_rows).cast("B"), self._res_row
             p = pos
             while p < pos + n:
                 g0 = p - p % self.G
                 end = min(pos + n, g0 + self.G)
                 if g0 != self._hres_start[layer]:
                     raise KVError(f"layer {layer}: rows for position {p} reached the master out of order")
-                self._hres[layer][p - g0: end - g0] = kf[p - pos: end - pos]
+                self._hres[layer][(p - g0) * rb: (end - g0) * rb] = kb[(p - pos) * rb: (end - pos) * rb]
                 if self.vres:
-                    self._hres_v[layer][p - g0: end - g0] = np.ascontiguousarray(v_rows[p - pos: end - pos]).view(np.float32)
+                    self._hres_v[layer][(p - g0) * rb: (end - g0) * rb] = vb[(p - pos) * rb: (end - pos) * rb]
                 if end == g0 + self.G:
-                    self._set(self._k_block(layer), g0, formats.encode(self._hres[layer], self.m.k, f"layer {layer} K"))
-                    self._hres[layer][:] = 0
+                    k_words = self._encode_rows(bytes(self._hres[layer]), self.G, self.m.kf, f"layer {layer} K")
+                    self._put_rows(layer, "k", g0, k_words)
+                    self._hres[layer][:] = bytes(len(self._hres[layer]))
                     if self.vres:
-                        self._set(self._v_block(layer), g0, formats.encode(self._hres_v[layer], self.m.vf))
-                        self._hres_v[layer][:] = 0
+                        v_words = self._encode_rows(bytes(self._hres_v[layer]), self.G, self.m.vf, f"layer {layer} V")
+                        self._put_rows(layer, "v", g0, v_words)
+                        self._hres_v[layer][:] = bytes(len(self._hres_v[layer]))
                     self._hres_start[layer] = end
                 p = end
         self.length[layer] = max(self.length[layer], pos + n)
 
-    def _host_group(self, layer: int, g0: int) -> np.ndarray:
-        """The dequantised K rows of the (quantised) group starting at g0: [self.G, n_kv, hd] f32."""
-        return formats.decode(self._get(self._k_block(layer), g0, g0 + self.G), self.m.k)
+    def _encode_rows(self, f32_rows: bytes, n: int, fmt: RowFormat, what: str) -> bytes:
+        """f32 rows [n, n_kv, hd] -> stored rows of `fmt` (grouped modes; see `host_codec`)."""
+        raise KVError(f"{what}: quantising {fmt.name} rows on the host needs numpy (NumpyKVCache)")
 
-    def host_rows(self, layer: int, kind: str) -> np.ndarray:
-        """The master rows of `kind` ("k" or "v") for positions [0, length): [length, n_kv, rk|rv] u32.
-
-        Grouped K: rows of the newest partial group are not quantised yet (see `residual`).
-        """
-        return self._get(self._k_block(layer) if kind == "k" else self._v_block(layer), 0, self.length[layer])
-
-    def residual(self, layer: int, kind: str = "k") -> tuple[int, np.ndarray]:
-        """Grouped K: (first position, f32 rows [length - first, n_kv, hd]) of the newest partial group
-        (kind "v": its V rows, in modes that keep V in the residual too)."""
-        start = self._hres_start[layer]
-        rows = self._hres[layer] if kind == "k" else self._hres_v[layer]
-        return start, rows[: max(0, self.length[layer] - start)].copy()
-
-    def dequantised(self, layer: int, kind: str) -> np.ndarray:
-        """What attention reads for `kind`, as f32 [length, n_kv, hd] (K is rotated in q4r mode)."""
-        rows = self.host_rows(layer, kind)
-        if kind == "v" and self.vres:
-            start, res = self.residual(layer, "v")
-            return np.concatenate([formats.decode(rows[:start], self.m.vf), res])
-        if kind == "v":
-            return formats.decode(rows, self.m.vf)
-        if not self.m.grouped:
-            return formats.decode(rows, self.m.kf)
-        start, res = self.residual(layer)
-        return np.concatenate([formats.decode(rows[:start], self.m.k), res])
+    def _decode_rows(self, rows: bytes, n: int, fmt: RowFormat) -> bytes:
+        """Stored rows [n, n_kv, row words of `fmt`] -> the f32 values attention reads (grouped modes)."""
+        raise KVError(f"dequantising {fmt.name} rows on the host needs numpy (NumpyKVCache)")
 
     def bytes_per_position(self) -> int:
         """GPU bytes one position takes in one layer (K and V), measured on an actual slot buffer.

@@ -52,69 +52,15 @@ Rows with NaN/inf, or whose scale would round to f16 infinity (amax >= qmax * 65
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .errors import NonFiniteKVError
+from .modes import Mode
 from .quant4 import check_finite
+from .rotate import hadamard
+from .rowformats import FORMATS, GROUP, RowFormat
 
-GROUP = 32  # positions per c4 group (c4a: 2 * GROUP)
-
-
-@dataclass(frozen=True)
-class RowFormat:
-    """How one row is stored: value bits (32 = f32), values per scale (0 = whole row), per-channel
-    groups of `group` positions (0 = per row), asymmetric (scale and min) or symmetric."""
-
-    name: str
-    bits: int
-    block: int = 0
-    group: int = 0
-    asym: bool = False
-
-    @property
-    def per_channel(self) -> bool:
-        return self.group > 0
-
-    @property
-    def qmax(self) -> int:
-        return (1 << (self.bits - 1)) - 1
-
-    @property
-    def off(self) -> int:
-        return 1 << (self.bits - 1)
-
-    def block_size(self, hd: int) -> int:
-        return self.block or hd
-
-    def value_words(self, hd: int) -> int:
-        return hd if self.bits == 32 else hd * self.bits // 32
-
-    def scale_words(self, hd: int) -> int:
-        if self.bits == 32:
-            return 0
-        if self.per_channel:
-            return hd // self.group if self.asym else hd // (2 * self.group)
-        if self.asym:
-            return hd // self.block_size(hd)
-        return -(-(hd // self.block_size(hd)) // 2)
-
-    def row_words(self, hd: int) -> int:
-        """u32 words per stored row of `hd` values (c4: averaged over the group, exact)."""
-        self.check(hd)
-        return self.value_words(hd) + self.scale_words(hd)
-
-    def check(self, hd: int) -> None:
-        need = 64 if self.per_channel else max(8, self.block)
-        if self.bits != 32 and hd % need:
-            raise ValueError(f"{self.name} rows need head_dim % {need} == 0, got {hd}")
-
-
-FORMATS = {f.name: f for f in (
-    RowFormat("f32", 32), RowFormat("q8", 8), RowFormat("q4", 4), RowFormat("q4b", 4, 32),
-    RowFormat("q4a", 4, 0, 0, True), RowFormat("c4", 4, 0, GROUP), RowFormat("c4a", 4, 0, 2 * GROUP, True),
-)}
+__all__ = ["FORMATS", "GROUP", "RowFormat", "decode", "encode", "k_view", "roundtrip", "store_rows"]
 
 
 def _scales(amax: np.ndarray, qmax: int, what: str) -> np.ndarray:
@@ -280,3 +226,13 @@ def _hd_of(words: int, f: RowFormat) -> int:
 def roundtrip(x: np.ndarray, fmt: str | RowFormat) -> np.ndarray:
     """x through the format and back (per-row/per-block formats; c4 takes whole groups)."""
     return decode(encode(x, fmt), fmt)
+
+
+def store_rows(mode: Mode, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(K rows, V rows) exactly as the store kernel writes them (grouped K / residual V: f32; rotation applied)."""
+    return encode(hadamard(k) if mode.rotate_k else k, mode.k_store), encode(v, mode.v_store)
+
+
+def k_view(mode: Mode, k: np.ndarray) -> np.ndarray:
+    """K as the quantiser sees it (rotated in rotating modes)."""
+    return hadamard(k) if mode.rotate_k else np.asarray(k, np.float32)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from .errors import KVError
-from .formats import FORMATS, GROUP, RowFormat, encode
-from .rotate import hadamard
+from .rowformats import FORMATS, GROUP, RowFormat
 
 
 @dataclass(frozen=True)
@@ -82,13 +79,3 @@ def get_mode(name: str) -> Mode:
         return MODES[name]
     except KeyError:
         raise KVError(f"KV mode must be one of {', '.join(MODES)}, got {name!r}") from None
-
-
-def store_rows(mode: Mode, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(K rows, V rows) exactly as the store kernel writes them (grouped K / residual V: f32; rotation applied)."""
-    return encode(hadamard(k) if mode.rotate_k else k, mode.k_store), encode(v, mode.v_store)
-
-
-def k_view(mode: Mode, k: np.ndarray) -> np.ndarray:
-    """K as the quantiser sees it (rotated in rotating modes)."""
-    return hadamard(k) if mode.rotate_k else np.asarray(k, np.float32)

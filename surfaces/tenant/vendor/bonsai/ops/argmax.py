@@ -14,12 +14,3 @@ def params(n: int, offset: int = 0) -> bytes:
 
 def dispatch(gpu: Any, x: Any, out: Any, prm: Any) -> None:
     gpu.dispatch(gpu.kernel("bonsai.ops", "argmax.wgsl", WG=WG), [x, out, prm], 1)
-
-
-def argmax(gpu: Any, x: Any) -> int:
-    import numpy as np
-
-    x = np.ascontiguousarray(x, np.float32)
-    out = gpu.buffer(16)
-    dispatch(gpu, gpu.upload(x), out, gpu.upload(params(x.size)))
-    return int(np.frombuffer(gpu.read(out, 4), np.uint32)[0])

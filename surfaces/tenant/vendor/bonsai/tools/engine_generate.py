@@ -23,17 +23,15 @@ def engine_generate(engine: Any, max_tokens: int = 128, sampling: Any = None) ->
     prompt extends the last one). Each step reads the last row of logits, lets `processor` (if any) mask it, samples with
     `sampling` (greedy by default), and feeds the token back. Stops at an end-of-turn token.
     """
-    import numpy as np
-
-    from ..engine.sampler import Sampling, sample
+    from ..engine.sampler import Sampling, last_row, sample
 
     s = sampling or Sampling()
     stops = stop_ids_for(engine.tokenizer, engine.cfg.eos_id)
 
     def generate(prompt_ids: list[int], processor: Any, on_token: Callable[[int], None]) -> list[int]:
-        rng = np.random.default_rng(s.seed)
+        rng = s.rng()
         todo = engine.continue_with(list(prompt_ids))  # reuses the KV of the longest common prefix
-        logits = engine.prefill(todo, want="logits")[-1]
+        logits = last_row(engine.prefill(todo, want="logits"))
         out: list[int] = []
         for _ in range(max_tokens):
             row = processor.apply(logits) if processor is not None else logits
@@ -46,7 +44,7 @@ def engine_generate(engine: Any, max_tokens: int = 128, sampling: Any = None) ->
             on_token(tok)
             if engine.pos >= engine.max_positions:
                 break
-            logits = engine.prefill([tok], want="logits")[-1]
+            logits = last_row(engine.prefill([tok], want="logits"))
         return out
 
     return generate

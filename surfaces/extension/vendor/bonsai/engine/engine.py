@@ -1,0 +1,209 @@
+"""Engine: load a GGUF onto the GPU, then prefill + decode with sampling, stops, streaming, recovery."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import ModelConfig
+from ..gguf import GGUFReader
+from ..gpu.backend import GpuBackend
+from .model import GpuModel
+from .recovery import LossWatch, is_device_lost
+from .sampler import Sampling, last_row, sample
+from .weights import Weights, upload_weights
+
+
+@dataclass
+class Generation:
+    """What `generate` produced: new token ids, their text, why it stopped, and timings."""
+
+    tokens: list[int]
+    text: str = ""
+    stop_reason: str = "length"  # "eos" | "stop_string" | "length"
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    recoveries: list[float] = field(default_factory=list)  # seconds spent per device recovery
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return max(0, len(self.tokens) - 1) / self.decode_s if self.decode_s > 0 else 0.0
+
+
+class Engine:
+    """A model on the GPU with its KV cache. Positions advance as tokens are fed in.
+
+    `gpu` is any `GpuBackend` (native `Gpu`, browser `BrowserGpu`); `bonsai.engine.native.load_engine`
+    opens a GGUF file on the native one.
+    """
+
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 256,
+                 vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
+                 progress: bool = True, cache_factory: Callable[..., Any] | None = None) -> None:
+        self.reader, self.cfg = reader, cfg
+        self.cache_factory = cache_factory
+        self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
+        self.max_positions = min(max_positions, cfg.context_length)
+        self.batch, self.progress = batch, progress
+        self.pos = 0
+        self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds
+        self.recoveries: list[float] = []
+        self._tokenizer: Any = None
+        self._watch = LossWatch()
+        self._build(gpu, cache=None)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's byte-level BPE tokenizer (built on first use)."""
+        if self._tokenizer is None:
+            from ..tokenizer import Tokenizer
+
+            self._tokenizer = Tokenizer.from_gguf(self.reader)
+        return self._tokenizer
+
+    def _build(self, gpu: GpuBackend, cache: Any) -> None:
+        self.gpu = gpu
+        self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
+        if cache is None:
+            if self.cache_factory is None:
+                from ..kv.cache import KVCache
+
+                self.cache_factory = KVCache
+            cache = self.cache_factory(gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
+                            mode=self.kv_mode, window=self.window, vram_budget=self.vram_budget)
+        else:
+            cache.restore(gpu)
+        self.cache = cache
+        self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
+
+    # ---- recovery ------------------------------------------------------------------------
+    def recover(self) -> float:
+        """Open a new device of the same backend; rebuild pipelines, weights and KV windows (from the host master)."""
+        t0 = time.perf_counter()
+        print("bonsai: GPU device lost; rebuilding on a new device", file=sys.stderr)
+        backend: Any = type(self.gpu)  # every backend class has `create()` (not part of the instance Protocol)
+        self._build(backend.create(), cache=self.cache)
+        took = time.perf_counter() - t0
+        self.recoveries.append(took)
+        return took
+
+    def _step(self, ids: list[int], *, all_logits: bool, want: str) -> Any:
+        """One forward at self.pos (retried once on a new device if the device is lost)."""
+        for attempt in (0, 1):
+            try:
+                self._watch.check()  # a loss logged since the last step: the cache may be stale
+                self.model.record(ids, self.pos, all_logits=all_logits)
+                self.cache.sync_host()
+                if want == "token":
+                    out: Any = self.model.read_token()
+                else:
+                    out = self.model.read_logits(len(ids) if all_logits else 1)
+                self._watch.check()  # reads may return zeros rather than raise on a lost device
+                break
+            except Exception as exc:
+                if attempt or not is_device_lost(self.gpu, exc):
+                    raise
+                self.recover()
+        self.fed[self.pos :] = ids
+        self.pos += len(ids)
+        return out
+
+    # ---- verbs ---------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the conversation: the next token goes to position 0."""
+        self.rewind(0)
+
+    def rewind(self, pos: int) -> None:
+        """Keep positions [0, pos); later tokens overwrite the rest (attention is causal)."""
+        self.pos = min(pos, self.pos)
+        del self.fed[self.pos :]
+
+    def continue_with(self, ids: list[int]) -> list[int]:
+        """Rewind to the longest common prefix of `ids` and what was fed; return the ids left to feed.
+
+        At least one token is always left, so a prompt that was fully fed is re-fed from its last token.
+        """
+        n = 0
+        limit = min(len(ids), len(self.fed), len(ids) - 1)
+        while n < limit and ids[n] == self.fed[n]:
+            n += 1
+        self.rewind(n)
+        return ids[n:]
+
+    def forward(self, ids: list[int]) -> memoryview[float]:
+        """Feed `ids` at the current position; (len(ids), vocab) f32 logits of every token.
+
+        A read-only memoryview shaped (len(ids), vocab); `np.asarray(...)` wraps it without a copy.
+        """
+        rows = []
+        for i in range(0, len(ids), self.batch):
+            rows.append(self._step(list(ids[i : i + self.batch]), all_logits=True, want="logits"))
+        if len(rows) == 1:
+            return rows[0]
+        return memoryview(b"".join(r.cast("B") for r in rows)).cast("f", (len(ids), self.cfg.vocab_size))
+
+    def prefill(self, ids: list[int], *, want: str = "logits") -> Any:
+        """Feed `ids`; the last token's logits (a (1, vocab) f32 memoryview) or, with want="token", its argmax id."""
+        out = None
+        for i in range(0, len(ids), self.batch):
+            chunk = list(ids[i : i + self.batch])
+            last = i + self.batch >= len(ids)
+            out = self._step(chunk, all_logits=False, want=want if last else "token")
+        return out
+
+    def generate(self, prompt_ids: list[int], max_tokens: int = 64, sampling: Sampling | None = None, *,
+                 stop_ids: set[int] | None = None, stop_strings: tuple[str, ...] = (),
+                 decode: Callable[[list[int]], str] | None = None,
+                 on_token: Callable[[int, str], None] | None = None,
+                 on_step: Callable[[int], None] | None = None) -> Generation:
+        """Prefill the prompt, then decode up to `max_tokens` new tokens.
+
+        Stops on a token in `stop_ids` (default: EOS), or when the decoded text contains a stop string
+        (the text is cut before it). `on_token(id, text_piece)` streams; `on_step(i)` runs before step i.
+        """
+        s = sampling or Sampling()
+        rng = s.rng()
+        stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
+        want = "token" if s.greedy else "logits"
+        start = len(self.recoveries)
+        t0 = time.perf_counter()
+        out = self.prefill(list(prompt_ids), want=want)
+        gen = Generation(tokens=[], prefill_s=time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        text = ""
+        for i in range(max_tokens):
+            tok = out if want == "token" else sample(last_row(out), s, rng)
+            if tok in stops:
+                gen.stop_reason = "eos"
+                break
+            gen.tokens.append(tok)
+            if decode is not None:
+                new_text = decode(gen.tokens)
+                if new_text.endswith("\ufffd") and i + 1 < max_tokens:
+                    new_text = text  # an unfinished UTF-8 sequence: wait for its next bytes
+                piece, text = new_text[len(text):], new_text
+                hit = [text.index(x) for x in stop_strings if x in text]
+                if hit:
+                    cut = min(hit)
+                    piece = piece[: max(0, len(piece) - (len(text) - cut))]
+                    text = text[:cut]
+                    if on_token and piece:
+                        on_token(tok, piece)
+                    gen.stop_reason = "stop_string"
+                    break
+                if on_token:
+                    on_token(tok, piece)
+            elif on_token:
+                on_token(tok, "")
+            if i + 1 == max_tokens or self.pos >= self.max_positions:
+                break
+            if on_step:
+                on_step(i)
+            out = self._step([tok], all_logits=False, want=want)
+        gen.decode_s = time.perf_counter() - t1
+        gen.text = text
+        gen.recoveries = self.recoveries[start:]
+        return gen

@@ -1,0 +1,78 @@
+"""The KV cache: quantised (or f32) K/V rows, a host-RAM master copy, GPU windows, exact chunked attention.
+
+Modes (`modes.MODES`; row formats bit for bit in `formats`, the seed's q4 in `quant4`); bits per
+stored element with scales, head_dim 64:
+    f32      K, V f32                                                            32
+    q8       K, V 8-bit per row, f16 scale                                        8.5
+    q4       K, V 4-bit per row, f16 scale (the seed's format)                    4.5
+    q4r      q4 with a fixed Hadamard rotation of K (and of Q in `attend`)        4.5
+    q4b      K, V 4-bit, one f16 scale per 32 values                              4.5
+    k8v4     K q8, V q4          k8v4b: V q4b        k8v4a: V q4a (asymmetric)    6.5
+    kc4v4    K 4-bit per channel over groups of 32 positions, V q4                4.5
+    kc4v4b   K as kc4v4, V q4b                                                    4.5
+    kc4av4a  K 4-bit asymmetric per channel over groups of 64 positions,
+             V 4-bit asymmetric per row (f16 scale and min)                      4.5
+    q4res    kc4av4a, and V of the newest group kept in f32 as well               4.5
+Grouped-K modes (kc4*, q4res) keep the newest partial group's K (q4res: K and V) as f32 rows (the
+residual, one small buffer per layer: 2 x 64 x n_kv x head_dim x 4 bytes for q4res) and quantise
+the group when its last position is appended; windows must be multiples of the group (32 or 64). Which mode to pick: `bonsai measure kv4` prints the measured
+quality table (perplexity, KL and argmax changes against f32 on real text).
+
+Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-major f32):
+
+    from bonsai.kv.numpy_host import NumpyKVCache   # every mode; the host side in numpy (native)
+    from bonsai.kv.cache import KVCache             # pure Python (the browser): row modes only
+    cache = NumpyKVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
+                    mode="f32" | "q8" | "q4" | ... (any of modes.MODES), window=64, vram_budget=None,
+                    staging_positions=512, variant="auto")
+        # window: positions per GPU slot; vram_budget: bytes of slots (None = all resident);
+        # variant: attention kernel ("auto" = "serial" on CPU adapters, "wide" on GPUs)
+    cache.append(layer, k_buf, v_buf, pos, n)
+        # k_buf, v_buf: [n, n_kv_heads, head_dim] f32 written by the model (from offset 0).
+        # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
+        # staging area; the host master catches up at the next `sync_host()`.
+    cache.sync_host()
+        # ONE readback of every row appended since the last sync -> host master (bytes).
+        # Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose
+        # scale (or min) overflows f16; those rows are never committed to the master.
+        # Call once per engine step (prefill or decode token). Also called automatically
+        # before a window must be streamed in or the staging area is full.
+    cache.attend(layer, q_buf, out_buf, pos_base, n_q, n_heads)
+        # q_buf, out_buf: [n_q, n_heads, head_dim] f32. Query token i sits at absolute position
+        # pos_base + i and attends to positions [0, pos_base + i] (causal). GQA: query head h
+        # reads KV head h // (n_heads // n_kv_heads). Records dispatches; submits only when a
+        # non-resident window has to be streamed in.
+    cache.restore(new_gpu)                # after device loss: rebuild GPU windows from the master
+    cache.bytes_per_position()            # GPU bytes per layer per position, from buffer sizes
+    cache.residual_bytes()                # grouped-K modes: bytes of one layer's f32 residual buffer
+    cache.length[layer]                   # positions committed to the host master
+    cache.streamed_windows                # windows written up from the master so far
+  NumpyKVCache only (numpy views of the master, for tests and measurements):
+    cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
+    cache.residual(layer)                 # grouped-K modes: (first position, f32 rows) of the residual
+    cache.host_rows(layer, kind)          # the master copy ("k"/"v") in the cache's format
+    cache.dequantised(layer, kind)        # [positions, n_kv, hd] f32 as attention sees it
+
+Lower level: `rowformats` (the row formats as data), `formats` (their numpy reference),
+`modes` (the mode table), `words` (parameter words without numpy),
+`attention.Attention` (the windowed online-softmax driver the cache uses), `verify` / `measure` /
+`quality` (the CLI checks and measurements).
+"""
+
+from typing import Any
+
+from .errors import KVError, NonFiniteKVError
+
+# The names of `modes.MODES` without importing numpy (for CLI choices); a test keeps them equal.
+MODE_NAMES = ("f32", "q8", "q4", "q4r", "q4b", "k8v4", "k8v4b", "kc4v4", "kc4v4b", "k8v4a", "kc4av4a", "q4res")
+
+__all__ = ["MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError"]
+
+
+def __getattr__(name: str) -> Any:
+    # import the cache (and its kernels' drivers) on first use so `bonsai --help` stays light
+    if name == "KVCache":
+        from .cache import KVCache
+
+        return KVCache
+    raise AttributeError(name)

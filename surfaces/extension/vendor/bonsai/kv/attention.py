@@ -1,0 +1,189 @@
+"""Driver of the windowed online-softmax attention kernels (fold per window, then finalize).
+
+`Attention.record` folds a list of windows, in increasing position order, into a state buffer
+and then writes `acc / l` to the output. The invariant that makes any windowing bit-identical to
+one whole-cache window is written in `attention.wgsl`, where the state is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .modes import Mode, get_mode
+from .params import ParamCache
+from .rowformats import FORMATS, GROUP
+from .stepparams import StepParams
+from .store import format_constants
+from .words import f32_literal
+
+
+@dataclass(frozen=True)
+class Mutations:
+    """Deliberate bugs, for the tests and `bonsai verify attention` only; all off in the runtime."""
+
+    drop_boundary: bool = False  # (1) skip the first position of every window after the first
+    overlap: bool = False  # (2) start every later window one position early (counted twice)
+    normalise_each_window: bool = False  # (3) acc /= l, l = 1 at each window boundary
+    pos_base_zero: bool = False  # (4) run the query at pos_base = 0
+    gqa_modulo: bool = False  # (5) KV head h % n_kv instead of h // (n_heads / n_kv)
+    causal_plus_one: bool = False  # (6) let token i see position pos_base + i + 1
+
+
+NO_MUTATIONS = Mutations()
+
+# Two kernels of one family (same parameters, window descriptors and state layout): "wide" gives
+# each (token, head) a workgroup of head_dim invocations, "serial" one invocation. Both keep the
+# invariant; the tests run both.
+# "split": scores.wgsl computes every score of a window at once (one invocation per position), then
+# attention_split.wgsl folds them serially (two dispatches per window; no K load on the serial path).
+VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl", "split": "attention_split.wgsl"}
+
+
+def default_variant(gpu: Any) -> str:
+    """"serial" on CPU adapters (lavapipe: barriers are slow there), else "wide"."""
+    info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
+    return "serial" if "cpu" in str(info.get("adapter_type", "")).lower() else "wide"
+
+
+@dataclass(frozen=True)
+class Window:
+    """Absolute positions [start, end) read from buffers k/v whose row 0 is position buf_base."""
+
+    k: Any
+    v: Any
+    start: int
+    end: int
+    buf_base: int = 0
+    k_off: int = 0  # words
+    v_off: int = 0  # words
+    residual: bool = False  # grouped-K modes: K rows are the f32 residual (newest partial group)
+
+
+def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[tuple[int, int]]:
+    """Consecutive [start, end) ranges of `size` positions covering [0, kv_len)."""
+    ranges = [(s, min(s + size, kv_len)) for s in range(0, kv_len, size)]
+    if mutations.drop_boundary:
+        ranges = [(s + (i > 0), e) for i, (s, e) in enumerate(ranges)]
+    if mutations.overlap:
+        ranges = [(s - (i > 0), e) for i, (s, e) in enumerate(ranges)]
+    return ranges
+
+
+class Attention:
+    """Records attention for one shape: n_heads query heads over n_kv KV heads of head_dim, `mode` rows."""
+
+    def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str | Mode,
+                 mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None,
+                 variant: str = "auto", step: StepParams | None = None) -> None:
+        m = get_mode(mode) if isinstance(mode, str) else mode
+        if n_heads % n_kv:
+            raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv})")
+        self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, m
+        self.mutations = mutations
+        self.params = params or ParamCache(gpu)
+        # step: call and window parameters in buffers rewritten per call (bind groups reused across
+        # decode steps); None: one immutable buffer per distinct content (ParamCache)
+        self.step = step
+        self.variant = default_variant(gpu) if variant == "auto" else variant
+        if self.variant not in VARIANTS:
+            raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
+        self.fold = self._fold_kernel(m.kf, m.vf)
+        # grouped K: the newest partial group is folded from f32 K rows (and f32 V rows when V has a
+        # residual too): same state, same order
+        self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
+        self._scores: Any = None  # split variant: the score buffer [n_q * n_heads, window span] f32
+        if self.variant == "split":
+            self.score = self._fold_kernel(m.kf, m.vf, "scores.wgsl")
+            self.score_residual = self._fold_kernel(FORMATS["f32"], m.v_store, "scores.wgsl") if m.grouped else self.score
+        self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=head_dim)
+        self.rotate = None
+        if m.rotate_k:
+            self.rotate = gpu.kernel("bonsai.kv", "rotate.wgsl", HEAD_DIM=head_dim,
+                                     INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
+        self._qr: Any = None
+
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
+        mu, hd = self.mutations, self.head_dim
+        consts = {**format_constants("K", kf, hd), **format_constants("V", vf, hd)}
+        if kf.per_channel:
+            consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
+        return self.gpu.kernel(
+            "bonsai.kv", filename or VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
+            GROUP=self.mode.kf.group or GROUP, **consts,
+            MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
+        )
+
+    def state_bytes(self, n_q: int) -> int:
+        """Bytes of the (m, l, acc) state for n_q query tokens."""
+        return n_q * self.n_heads * (self.head_dim + 2) * 4
+
+    def call_params(self, pos_base: int, n_q: int) -> Any:
+        """The (cached) parameter buffer of one attention call."""
+        if self.mutations.pos_base_zero:
+            pos_base = 0
+        scale = 1.0 / math.sqrt(self.head_dim)  # sent as f32 bits
+        if self.step is not None:
+            return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
+        return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
+
+    def window_params(self, win: Window, first: bool, index: int | None = None) -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`)."""
+        if self.step is not None and index is not None:
+            return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
+                                 int(first), 0, 0)
+        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, int(first), 0, 0)
+
+    def begin(self, q_buf: Any, pos_base: int, n_q: int) -> Any:
+        """Prepare a call: returns the query buffer the folds read (rotated for q4r)."""
+        params = self.call_params(pos_base, n_q)
+        if self.rotate is None:
+            return q_buf
+        nbytes = n_q * self.n_heads * self.head_dim * 4
+        if self._qr is None or self._qr.size < nbytes:
+            self._qr = self.gpu.buffer(nbytes)
+        self.gpu.dispatch(self.rotate, [params, q_buf, self._qr], (_groups(n_q * self.n_heads),))
+        return self._qr
+
+    def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
+                    index: int | None = None) -> None:
+        """Fold the positions of `win` into `state` (windows must come in increasing order)."""
+        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
+        n = n_q * self.n_heads
+        if self.variant == "serial":  # one invocation per (token, head)
+            groups: tuple[int, ...] = (_groups(n),)
+        else:  # one workgroup per (token, head), folded to 2D past 65535
+            groups = (min(n, 65535), -(-n // 65535))
+        fold = self.fold_residual if win.residual else self.fold
+        if self.variant == "split":
+            span = max(1, win.end - win.start)
+            if n > 65535:
+                raise ValueError(f"split attention: n_q * n_heads = {n} is above 65535 (use variant 'wide')")
+            need = n * span * 4
+            if self._scores is None or self._scores.size < need:
+                self._scores = self.gpu.buffer(need)
+            score = self.score_residual if win.residual else self.score
+            self.gpu.dispatch(score, [params, wp, q, win.k, self._scores], (-(-span // 64), n))
+            self.gpu.dispatch(fold, [params, wp, self._scores, win.v, state], groups)
+            return
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], groups)
+
+    def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
+        """out = acc / l."""
+        params = self.call_params(pos_base, n_q)
+        self.gpu.dispatch(self.finalize, [params, state, out_buf], (_groups(n_q * self.n_heads),))
+
+    def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
+               windows: list[Window]) -> None:
+        """Record the whole call: fold every window in order, then finalize."""
+        for i, win in enumerate(windows):  # create parameter buffers before recording dispatches
+            self.window_params(win, i == 0, i)
+        q = self.begin(q_buf, pos_base, n_q)
+        for i, win in enumerate(windows):
+            self.fold_window(q, state, pos_base, n_q, win, i == 0, i)
+        self.finish(state, out_buf, pos_base, n_q)
+
+
+def _groups(n: int) -> int:
+    return (n + 63) // 64

@@ -1,0 +1,16 @@
+"""GPU argmax of a logits row, so greedy decoding reads back 4 bytes instead of the vocabulary."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+WG = 256
+
+
+def params(n: int, offset: int = 0) -> bytes:
+    return struct.pack("<4I", n, offset, 0, 0)
+
+
+def dispatch(gpu: Any, x: Any, out: Any, prm: Any) -> None:
+    gpu.dispatch(gpu.kernel("bonsai.ops", "argmax.wgsl", WG=WG), [x, out, prm], 1)
