@@ -190,7 +190,7 @@ def main() -> None:
     p.add_argument("--prefill-tokens", type=int, default=None, help="prefill timing length (default: prompt)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
     p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
-    p.add_argument("--window", type=int, default=256)
+    p.add_argument("--window", type=int, default=2048)
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=None,
                    help="submit every N layers (0: once per step; default: the engine's)")

@@ -18,8 +18,8 @@ def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--kv", type=click.Choice(MODE_NAMES), default="f32", show_default=True,
                      help="KV cache mode (see README: q4res is the 4.5-bit mode that keeps the "
                           "model's answers; q8 near-lossless; f32 the reference)."),
-        click.option("--window", type=click.IntRange(1), default=256, show_default=True,
-                     help="KV positions per GPU window."),
+        click.option("--window", type=click.IntRange(1), default=2048, show_default=True,
+                     help="KV positions per GPU window (each costs two attention dispatches per layer)."),
         click.option("--vram-budget", type=click.IntRange(1), default=None,
                      help="GPU bytes for KV windows (default: all resident)."),
         click.option("--max-positions", type=click.IntRange(1), default=2048, show_default=True,

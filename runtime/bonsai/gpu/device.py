@@ -188,7 +188,7 @@ class Gpu:
         """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
         if isinstance(groups, int):
             groups = (groups,)
-        key = (id(kernel.pipeline), *(id(b) for b in buffers))
+        key = (id(kernel.pipeline), *map(id, buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
             bind_group = self.device.create_bind_group(

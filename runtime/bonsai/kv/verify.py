@@ -20,7 +20,7 @@ def verify() -> None:
 @click.option("--kv-len", default=64, show_default=True, help="Cached positions per case (window sizes 1..kv-len).")
 @click.option("--prefill", default=16, show_default=True, help="Tokens in the causal prefill block.")
 @click.option("--variant", type=click.Choice(["auto", *VARIANTS]), default="auto", show_default=True,
-              help="Attention kernel variant (auto: serial on CPU adapters, wide on GPUs).")
+              help="Attention kernel variant (auto: serial on CPU adapters, blocks on GPUs).")
 def attention(kv_len: int, prefill: int, variant: str) -> None:
     """Windowed == whole-cache attention, bit for bit, fp64-bounded; and six injected bugs caught."""
     from ..gpu.device import Gpu

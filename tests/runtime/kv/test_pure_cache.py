@@ -58,3 +58,26 @@ def test_a_master_bug_is_detected(gpu, monkeypatch):
 def test_grouped_modes_need_the_numpy_cache(gpu):
     with pytest.raises(KVError, match="NumpyKVCache"):
         KVCache(gpu, 1, N_KV, HD, 64, mode="q4res", window=64)
+
+
+def test_sync_host_brings_back_extra_bytes_in_the_same_readback(gpu):
+    """The engine's token rides with the master readback: the bytes are the buffer's, the master is intact."""
+    rng = np.random.default_rng(9)
+    k, v = rng.standard_normal((5, N_KV, HD)).astype(np.float32), rng.standard_normal((5, N_KV, HD)).astype(np.float32)
+    token = gpu.upload(np.array([123456789, 7], np.uint32))
+    with_token, plain = (KVCache(gpu, 1, N_KV, HD, 16, mode="q4", window=8) for _ in range(2))
+    for cache in (with_token, plain):
+        cache.append(0, gpu.upload(k), gpu.upload(v), 0, 5)
+    reads = gpu.read
+    count = []
+    gpu.read = lambda *a, **kw: count.append(1) or reads(*a, **kw)
+    try:
+        assert with_token.sync_host(also=(token, 4)) == np.uint32(123456789).tobytes()
+        assert len(count) == 1  # one round trip for both
+    finally:
+        del gpu.read
+    assert plain.sync_host() == b""
+    assert bytes(with_token._host[0]) == bytes(plain._host[0]) and with_token.length == [5]
+    assert with_token.sync_host(also=(token, 8)) == np.array([123456789, 7], np.uint32).tobytes()  # nothing pending
+    with pytest.raises(KVError, match="1..64 bytes"):
+        with_token.sync_host(also=(token, 65))

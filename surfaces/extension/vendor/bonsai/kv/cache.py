@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..gpu.backend import round_up
 from .attention import Attention, Window
 from .errors import KVError, NonFiniteKVError
 from .modes import MODES, Mode, get_mode
@@ -39,6 +40,8 @@ from .rowformats import GROUP, RowFormat
 from .scatter import Scatter
 from .stepparams import StepParams
 from .store import GroupStore, Store
+
+ALSO_BYTES = 64  # room at the end of the staging buffer for `sync_host(also=...)`
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ class KVCache:
         self._attn: dict[int, Attention] = {}
         self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # LRU, oldest first
         self._slots_made = 0
-        self._staging = gpu.buffer((self._staging_words + self._staging_flags) * 4)
+        self._staging = gpu.buffer((self._staging_words + self._staging_flags) * 4 + ALSO_BYTES)
         self._flags = gpu.buffer(self._staging_flags * 4)
         self._pending: list[_Pending] = []
         self._used_words = 0
@@ -239,16 +242,26 @@ class KVCache:
         self.gpu.write(self._res[layer], self._residual_words(layer))
         self._gres_start[layer] = g0
 
-    def sync_host(self) -> None:
-        """One readback of every row appended since the last sync into the host master."""
+    def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
+        """One readback of every row appended since the last sync into the host master.
+
+        also=(buffer, nbytes), nbytes <= ALSO_BYTES: the first nbytes of `buffer` come back in the same
+        readback and are returned (the engine's sampled token: one GPU round trip per step, not two).
+        """
+        if also is not None and not 0 < also[1] <= ALSO_BYTES:
+            raise KVError(f"sync_host(also=...) carries 1..{ALSO_BYTES} bytes, got {also[1]}")
         if not self._pending:
-            return
+            return self.gpu.read(also[0], also[1]) if also is not None else b""
         pending, self._pending = self._pending, []
         used_words, used_flags = self._used_words, self._used_flags
         self._used_words = self._used_flags = 0
         self.gpu.copy(self._flags, 0, self._staging, used_words * 4, used_flags * 4)
-        raw = self.gpu.read(self._staging, (used_words + used_flags) * 4)
-        data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4:].cast("I")
+        tail = (used_words + used_flags) * 4
+        if also is not None:
+            self.gpu.copy(also[0], 0, self._staging, tail, round_up(also[1], 4))
+        raw = self.gpu.read(self._staging, tail + (round_up(also[1], 4) if also is not None else 0))
+        extra = raw[tail: tail + also[1]] if also is not None else b""
+        data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4: tail].cast("I")
         for e in pending:  # validate everything before committing anything
             f = flags[e.flag: e.flag + 2 * e.n * self.n_kv]
             if f.tobytes().count(0) != f.nbytes:
@@ -264,6 +277,7 @@ class KVCache:
             k_rows = data[e.word * 4: (e.word + kn) * 4]
             v_rows = data[(e.word + kn) * 4: (e.word + e.n * self._stage_pos_words) * 4]
             self._put_host(e.layer, e.pos, e.n, k_rows, v_rows)
+        return extra
 
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
         """out[t] = causal GQA attention of q[t] (absolute position pos_base + t) over positions <= it."""

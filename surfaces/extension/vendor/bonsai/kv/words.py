@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from typing import cast
 
 
 def f32_bits(x: float) -> int:
@@ -13,6 +14,9 @@ def f32_bits(x: float) -> int:
 
 def param_key(words: Iterable[int | float]) -> tuple[int, ...]:
     """Words as u32: ints as they are, floats as their f32 bits."""
+    words = tuple(words)
+    if float not in map(type, words):  # the common case (every dispatch's parameters): nothing to convert
+        return cast(tuple[int, ...], words)
     return tuple(f32_bits(w) if isinstance(w, float) else int(w) for w in words)
 
 

@@ -3,7 +3,7 @@
 API (the package import is pure Python and backend-free, so it runs under Pyodide; `.native` wires
 the native backend and is never imported from here):
     from bonsai.engine.native import load_engine      # native Gpu + NumpyKVCache
-    engine = load_engine(path=None, *, gpu=None, kv="f32" | "q4" | "q4r", window=256, vram_budget=None,
+    engine = load_engine(path=None, *, gpu=None, kv="f32" | "q4" | "q4r", window=2048, vram_budget=None,
                          max_positions=2048, batch=128, progress=True, cache_factory=None)  # None -> default model
     engine = Engine(reader, cfg, gpu, **same options)  # any GpuBackend (e.g. bonsai.gpu.browser.BrowserGpu);
                                                        # cache_factory None -> bonsai.kv.cache.KVCache

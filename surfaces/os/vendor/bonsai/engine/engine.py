@@ -40,7 +40,7 @@ class Engine:
     opens a GGUF file on the native one.
     """
 
-    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 256,
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
                  progress: bool = True, cache_factory: Callable[..., Any] | None = None) -> None:
         self.reader, self.cfg = reader, cfg
@@ -96,10 +96,10 @@ class Engine:
             try:
                 self._watch.check()  # a loss logged since the last step: the cache may be stale
                 self.model.record(ids, self.pos, all_logits=all_logits)
-                self.cache.sync_host()
-                if want == "token":
-                    out: Any = self.model.read_token()
+                if want == "token":  # the sampled id rides along with the host-master readback
+                    out: Any = self.model.token_from(self.cache.sync_host(also=(self.model.act.token, 4)))
                 else:
+                    self.cache.sync_host()
                     out = self.model.read_logits(len(ids) if all_logits else 1)
                 self._watch.check()  # reads may return zeros rather than raise on a lost device
                 break

@@ -111,4 +111,9 @@ class GpuModel:
 
     def read_token(self) -> int:
         """The argmax id of the last row (written by the argmax kernel)."""
-        return int(struct.unpack("<I", self.gpu.read(self.act.token, 4))[0])
+        return self.token_from(self.gpu.read(self.act.token, 4))
+
+    @staticmethod
+    def token_from(raw: bytes) -> int:
+        """The token id in the 4 bytes read back from `act.token`."""
+        return int(struct.unpack("<I", raw)[0])

@@ -26,7 +26,7 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
                     mode="f32" | "q8" | "q4" | ... (any of modes.MODES), window=64, vram_budget=None,
                     staging_positions=512, variant="auto")
         # window: positions per GPU slot; vram_budget: bytes of slots (None = all resident);
-        # variant: attention kernel ("auto" = "serial" on CPU adapters, "wide" on GPUs)
+        # variant: attention kernel ("auto" = "serial" on CPU adapters, "blocks" on GPUs)
     cache.append(layer, k_buf, v_buf, pos, n)
         # k_buf, v_buf: [n, n_kv_heads, head_dim] f32 written by the model (from offset 0).
         # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
