@@ -32,11 +32,12 @@ decode)
   D="--model $M --prompt-tokens 1024 --new-tokens 128 --prefill-tokens 512 --no-reference"
   run() { name=$1; shift; PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $D "$@" \
       --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
-  run blocks_w2048 --variant blocks --window 2048 --submit-every 10 --hf --label blocks
-  run split_w2048 --variant split --window 2048 --submit-every 10 --label split
-  run wide_w256 --variant wide --label "wide (engine default)"
-  run blocks_w256 --variant blocks --window 256 --submit-every 10 --label blocks
-  run blocks_w2048_q4 --variant blocks --window 2048 --submit-every 10 --kv q4 --label "blocks q4"
+  run defaults --hf --label "defaults (blocks, window 2048)"
+  run wide --variant wide --label "wide, window 2048"
+  run defaults_q4 --kv q4 --label "defaults, q4 KV"
+  run blocks_w256 --variant blocks --window 256 --label "blocks, window 256"
+  PYTHONPATH=$AFTER timeout 120 python3 bench/profile_decode.py --model $M --context 1024 --tokens 64 --top 25 \
+      2>&1 | grep -v "^$" | cut -c1-160 > "$OUT/profile.txt"; head -n 3 "$OUT/profile.txt"
   kill $SAMPLER  # (left running, it held the output pipe open until the call's time limit)
   ;;
 esac
