@@ -23,7 +23,7 @@ def main() -> None:
     p.add_argument("--kv", default="f32")
     p.add_argument("--top", type=int, default=30)
     a = p.parse_args()
-    engine = load_engine(a.model, kv=a.kv, progress=False, max_positions=a.context + 2 * a.tokens + 16)
+    engine = load_engine(a.model, kv=a.kv, progress=False, max_positions=a.context + 3 * a.tokens + 32)
     ids = (engine.tokenizer.encode(PROMPT) * (a.context // 8 + 1))[: a.context]
     tok = engine.prefill(ids, want="token")
     for _ in range(8):  # warm: pipelines, bind groups, parameter buffers
@@ -43,7 +43,19 @@ def main() -> None:
         engine.fed.append(tok)
         engine.pos += 1
         recording, reading = recording + t2 - t1, reading + t3 - t2
-    print(f"per token: record {recording / a.tokens * 1e3:.2f} ms ({(engine.gpu.dispatch_count - dispatches) / a.tokens:.0f} dispatches), "
+    per_token = (engine.gpu.dispatch_count - dispatches) / a.tokens
+    every, engine.model.submit_every = engine.model.submit_every, 0  # GPU time: record all, then submit and wait
+    gpu_s = 0.0
+    for _ in range(8):
+        engine.model.record([tok], engine.pos, all_logits=False)
+        t1 = time.perf_counter()
+        tok = engine.model.token_from(engine.cache.sync_host(also=(engine.model.act.token, 4)))
+        gpu_s += time.perf_counter() - t1
+        engine.fed.append(tok)
+        engine.pos += 1
+    engine.model.submit_every = every
+    print(f"GPU time of one step submitted at once (+ one round trip): {gpu_s / 8 * 1e3:.2f} ms")
+    print(f"per token: record {recording / a.tokens * 1e3:.2f} ms ({per_token:.0f} dispatches), "
           f"GPU tail + readback {reading / a.tokens * 1e3:.2f} ms")
     prof = cProfile.Profile()
     prof.enable()
