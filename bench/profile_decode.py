@@ -8,11 +8,38 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import statistics
 import time
 
 from bonsai.engine.native import load_engine
+from bonsai.kv.attention import Attention
+from bonsai.kv.scatter import Scatter
+from bonsai.kv.store import Store
+from bonsai.ops import matmul, rmsnorm, rope
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
+
+
+SKIPPABLE = {  # the dispatching functions of each kind of kernel in a decode step
+    "attention (fold+merge+final)": [(Attention, "fold_window"), (Attention, "finish")],
+    "matmuls (qkv, wo, ffn, out)": [(matmul, "dispatch")],
+    "rmsnorm": [(rmsnorm, "dispatch")],
+    "rope": [(rope, "dispatch")],
+    "kv store + scatter": [(Store, "record"), (Scatter, "record")],
+}
+
+
+def gpu_step_ms(engine, tok: int, steps: int = 8) -> float:
+    """Median ms from submitting one fully recorded decode step to having its token back."""
+    every, engine.model.submit_every = engine.model.submit_every, 0
+    times = []
+    for _ in range(steps):
+        engine.model.record([tok], engine.pos, all_logits=False)
+        t1 = time.perf_counter()
+        engine.model.token_from(engine.cache.sync_host(also=(engine.model.act.token, 4)))
+        times.append(time.perf_counter() - t1)
+    engine.model.submit_every = every
+    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -44,17 +71,19 @@ def main() -> None:
         engine.pos += 1
         recording, reading = recording + t2 - t1, reading + t3 - t2
     per_token = (engine.gpu.dispatch_count - dispatches) / a.tokens
-    every, engine.model.submit_every = engine.model.submit_every, 0  # GPU time: record all, then submit and wait
-    gpu_s = 0.0
-    for _ in range(8):
-        engine.model.record([tok], engine.pos, all_logits=False)
-        t1 = time.perf_counter()
-        tok = engine.model.token_from(engine.cache.sync_host(also=(engine.model.act.token, 4)))
-        gpu_s += time.perf_counter() - t1
-        engine.fed.append(tok)
-        engine.pos += 1
-    engine.model.submit_every = every
-    print(f"GPU time of one step submitted at once (+ one round trip): {gpu_s / 8 * 1e3:.2f} ms")
+    full = gpu_step_ms(engine, tok)
+    print(f"GPU time of one step submitted at once (+ one round trip): {full:.2f} ms; without each kind of "
+          "kernel (results wrong, timing only):")
+    for kind, targets in SKIPPABLE.items():
+        saved = [(owner, name, getattr(owner, name)) for owner, name in targets]
+        for owner, name, _ in saved:
+            setattr(owner, name, lambda *args, **kwargs: None)
+        try:
+            without = gpu_step_ms(engine, tok)
+        finally:
+            for owner, name, real in saved:
+                setattr(owner, name, real)
+        print(f"  {kind:<28} {full - without:6.2f} ms of GPU time per step")
     print(f"per token: record {recording / a.tokens * 1e3:.2f} ms ({per_token:.0f} dispatches), "
           f"GPU tail + readback {reading / a.tokens * 1e3:.2f} ms")
     prof = cProfile.Profile()
