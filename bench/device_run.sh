@@ -33,12 +33,10 @@ decode)
   run() { name=$1; shift; PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $D "$@" \
       --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
   run defaults --hf --label "defaults (blocks, window 2048, submit / 10 layers)"
-  run submit5 --submit-every 5 --label "defaults, submit / 5 layers"
-  run defaults_again --label "defaults (again)"
   run defaults_q4 --kv q4 --label "defaults, q4 KV"
   run wide --variant wide --label "wide, window 2048"
-  PYTHONPATH=$AFTER timeout 120 python3 bench/profile_decode.py --model $M --context 1024 --tokens 64 --top 25 \
-      2>&1 | grep -v "^$" | cut -c1-160 > "$OUT/profile.txt"; head -n 4 "$OUT/profile.txt"
+  PYTHONPATH=$AFTER timeout 150 python3 bench/profile_decode.py --model $M --context 1024 --tokens 64 --top 25 \
+      2>&1 | grep -v "^$" | cut -c1-160 > "$OUT/profile.txt"; head -n 9 "$OUT/profile.txt"
   kill $SAMPLER  # (left running, it held the output pipe open until the call's time limit)
   ;;
 esac
