@@ -32,14 +32,7 @@ var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 
 //#include "kv_v_elem.wgsl"
 
-// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
-fn score(r: u32, pos: u32) -> f32 {
-    let kb = w.k_off + r * K_WORDS;
-    let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
-    var dot = 0.0;
-    for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
-    return dot * p.qk_scale;
-}
+//#include "kv_fold.wgsl"
 
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -63,22 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     qs[j] = q[idx * HD + j];
     workgroupBarrier();
 
-    let end = min(w.end, limit);
-    for (var b = w.start; b < end; b = b + HD) {
-        if (b + j < end) { sc[j] = score((b + j - w.buf_base) * p.n_kv + g, b + j); }
-        workgroupBarrier();
-        let nb = min(HD, end - b);
-        for (var i = 0u; i < nb; i = i + 1u) {
-            let s = sc[i];
-            let m_new = max(m, s);
-            let c_old = exp(m - m_new);
-            let e = exp(s - m_new);
-            l = l * c_old + e;
-            acc = acc * c_old + e * v_elem(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * V_WORDS, j);
-            m = m_new;
-        }
-        workgroupBarrier();  // the block's scores are read by all before the next block overwrites them
-    }
+    fold_range(w.start, min(w.end, limit), g, j, &m, &l, &acc);
     if (MUT_NORMALISE) {  // bug (3): normalise at the window boundary and carry on
         acc = acc / l;
         l = 1.0;

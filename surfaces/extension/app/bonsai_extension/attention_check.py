@@ -24,7 +24,7 @@ from typing import Any
 from bonsai.kv.attention import Attention, Mutations, Window, split
 
 MUTATIONS = ("", "drop_boundary", "normalise_each_window")
-VARIANTS = ("wide", "serial")  # the GPU kernel and the CPU-adapter one; both must keep the invariant
+VARIANTS = ("wide", "serial", "blocks")  # every kernel the runtime may pick; each must keep the invariant
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ CASES = (
     Case(4, 2, 32, "f32", 37, 1),
     Case(4, 2, 32, "f32", 37, 3),
     Case(6, 3, 64, "q4", 29, 2),
+    Case(4, 2, 32, "q4", 150, 1),  # past two 64-position blocks: the blocks kernel merges and carries
 )
 
 
@@ -107,7 +108,8 @@ def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
             cases.append(run_case(gpu, case, sizes, seed, mutate, variant))
     return {
         "ok": not any(c["mismatched"] for c in cases),
-        "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/attention_serial.wgsl", "bonsai.kv/finalize.wgsl"],
+        "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/attention_serial.wgsl", "bonsai.kv/attention_blocks.wgsl",
+                    "bonsai.kv/merge_blocks.wgsl", "bonsai.kv/finalize.wgsl", "bonsai.kv/finalize_blocks.wgsl"],
         "mutate": mutate,
         "cases": cases,
     }

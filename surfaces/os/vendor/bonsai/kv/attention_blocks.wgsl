@@ -35,14 +35,7 @@ var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 
 //#include "kv_v_elem.wgsl"
 
-// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
-fn score(r: u32, pos: u32) -> f32 {
-    let kb = w.k_off + r * K_WORDS;
-    let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
-    var dot = 0.0;
-    for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
-    return dot * p.qk_scale;
-}
+//#include "kv_fold.wgsl"
 
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -67,21 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     qs[j] = q[idx * HD + j];
     workgroupBarrier();
 
-    for (var b = lo; b < hi; b = b + HD) {
-        if (b + j < hi) { sc[j] = score((b + j - w.buf_base) * p.n_kv + g, b + j); }
-        workgroupBarrier();
-        let nb = min(HD, hi - b);
-        for (var i = 0u; i < nb; i = i + 1u) {
-            let s = sc[i];
-            let m_new = max(m, s);
-            let c_old = exp(m - m_new);
-            let e = exp(s - m_new);
-            l = l * c_old + e;
-            acc = acc * c_old + e * v_elem(w.v_off + ((b + i - w.buf_base) * p.n_kv + g) * V_WORDS, j);
-            m = m_new;
-        }
-        workgroupBarrier();  // the scores are read by all before the next round overwrites them
-    }
+    fold_range(lo, hi, g, j, &m, &l, &acc);
     let ob = (idx * window_blocks() + wid.x) * (HD + 2u);
     if (j == 0u) {
         part[ob] = m;
