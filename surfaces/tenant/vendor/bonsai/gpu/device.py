@@ -249,7 +249,6 @@ class _StagingRing:
         self.bufs = [gpu.device.create_buffer(size=chunk, usage=U.MAP_WRITE | U.COPY_SRC, mapped_at_creation=True)
                      for _ in range(count)]
         self.mapped = [True] * count
-        self.maps: list[Any] = [None] * count  # the pending re-map of each buffer, requested at submit
         self.i = 0
         self.pool = ThreadPoolExecutor(max_workers=threads)
 
@@ -257,14 +256,10 @@ class _StagingRing:
         j = self.i
         self.i = (self.i + 1) % len(self.bufs)
         if not self.mapped[j]:
-            self.maps[j].sync_wait()  # resolves once the copy that last read it is done (usually already)
-            self.maps[j] = None
+            self.bufs[j].map_sync(self.gpu._wgpu.MapMode.WRITE)  # waits for the copy that last read it
             self.mapped[j] = True
         return self.bufs[j]
 
     def submitted(self, buf: Any) -> None:
-        """`buf`'s copy is submitted: ask for it to be mapped again now, not when it is next needed."""
-        j = self.bufs.index(buf)
-        self.mapped[j] = False
-        self.maps[j] = buf.map_async(self.gpu._wgpu.MapMode.WRITE)
+        self.mapped[self.bufs.index(buf)] = False
 
