@@ -167,9 +167,14 @@ class Gpu:
     # ---- kernels ------------------------------------------------------------------------
     def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
         """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
+        fast = (package, filename, entry, *constants.items())  # per call site: no sort on the hot path
+        cached = self._kernels.get(fast)
+        if cached is not None:
+            return cached
         key = (package, filename, entry, tuple(sorted(constants.items())))
         cached = self._kernels.get(key)
         if cached is not None:
+            self._kernels[fast] = cached
             return cached
         name = f"{package}/{filename}"
         code = shaders.render(shaders.load_source(package, filename), constants, name=name)
@@ -181,7 +186,7 @@ class Gpu:
         except Exception as exc:
             raise ShaderError(f"{name}: {exc}") from exc
         kernel = Kernel(name, pipeline)
-        self._kernels[key] = kernel
+        self._kernels[key] = self._kernels[fast] = kernel
         return kernel
 
     def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:

@@ -16,7 +16,7 @@ from .params import ParamCache
 from .rowformats import FORMATS, GROUP
 from .stepparams import StepParams
 from .store import format_constants
-from .words import f32_literal
+from .words import f32_bits, f32_literal
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,7 @@ class Attention:
         self.step = step
         self.variant = default_variant(gpu) if variant == "auto" else variant
         self.block = BLOCK  # read at construction, so a test can shrink it
+        self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
         self.fold = self._fold_kernel(m.kf, m.vf)
@@ -137,7 +138,7 @@ class Attention:
         """The (cached) parameter buffer of one attention call."""
         if self.mutations.pos_base_zero:
             pos_base = 0
-        scale = 1.0 / math.sqrt(self.head_dim)  # sent as f32 bits
+        scale = self.scale_bits
         if self.step is not None:
             return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import weakref
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .qtypes import QType
@@ -31,9 +32,14 @@ class QMatrix:
     cols: int
     name: str = ""
 
-    @property
+    @cached_property
     def row_bytes(self) -> int:
         return self.qtype.row_bytes(self.cols)
+
+    @cached_property
+    def lanes(self) -> int:
+        """Threads per row in the matmul kernel (`lanes_for`), computed once: it is read every dispatch."""
+        return lanes_for(self.cols, self.qtype)
 
 
 def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str = "") -> QMatrix:
@@ -63,7 +69,7 @@ def _spare(gpu: Any) -> tuple[Any, Any]:
 
 def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN) -> Any:
     return gpu.kernel("bonsai.ops", "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum, OUT=out)
+                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out)
 
 
 def tokens_per_group(t: int) -> int:
@@ -78,7 +84,7 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     out=OUT_SPLIT: rows [0, n1) -> y, [n1, n1 + n2) -> y2, the rest -> y3 (n1, n2 in `prm`).
     """
     tt = tokens_per_group(t)
-    rows_per_group = WG // lanes_for(m.cols, m.qtype)
+    rows_per_group = WG // m.lanes
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
     if out != OUT_SPLIT:
         y2, y3 = _spare(gpu)
