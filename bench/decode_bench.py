@@ -85,6 +85,7 @@ def bench_gpu(a, ids):
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False)
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
+    engine.model.replay = not a.no_replay
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
@@ -103,13 +104,14 @@ def bench_gpu(a, ids):
     tok = engine.model.read_token()
     probes = [dispatch_cost_us(engine.gpu) for _ in range(5)]  # the machine is shared: several probes,
     d0, s0, w0, r0, p0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads, passes[0]
+    replays0 = engine.model.replays
     t0 = time.perf_counter()
     for _ in range(a.new_tokens):
         tok = engine._step([tok], all_logits=False, want="token")
     decode_s = time.perf_counter() - t0
     n = a.new_tokens
     disp = (engine.gpu.dispatch_count - d0) / n
-    counts = {"submits_per_token": (q.submits - s0) / n, "writes_per_token": (q.writes - w0) / n,
+    counts = {"replayed_steps": engine.model.replays - replays0, "submits_per_token": (q.submits - s0) / n, "writes_per_token": (q.writes - w0) / n,
               "reads_per_token": (q.reads - r0) / n, "passes_per_token": (passes[0] - p0) / n}
     probes += [dispatch_cost_us(engine.gpu) for _ in range(5)]  # before and after the decode loop
     cost = statistics.median(probes)
@@ -200,6 +202,7 @@ def main() -> None:
     p.add_argument("--submit-every", type=int, default=None,
                    help="submit every N layers (0: once per step; default: the engine's)")
     p.add_argument("--variant", default="auto", help="attention kernel variant: auto, wide, split, serial, blocks")
+    p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()

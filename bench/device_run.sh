@@ -29,8 +29,10 @@ decode)
   D="--model $M --prompt-tokens 1024 --new-tokens 128 --prefill-tokens 512 --no-reference"
   run() { name=$1; shift; PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $D "$@" \
       --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
-  run defaults --hf --label "defaults (blocks, window 2048, submit / 10 layers)"
+  run defaults --hf --label "defaults (blocks, window 2048, replay)"
+  run no_replay --no-replay --label "defaults without replay"
   run defaults_q4 --kv q4 --label "defaults, q4 KV"
+  run no_replay_q4 --kv q4 --no-replay --label "q4 KV without replay"
   run wide --variant wide --label "wide, window 2048"
   PYTHONPATH=$AFTER timeout 150 python3 bench/profile_decode.py --model $M --context 1024 --tokens 64 --top 25 \
       2>&1 | grep -v "^$" | cut -c1-160 > "$OUT/profile.txt"; head -n 9 "$OUT/profile.txt"

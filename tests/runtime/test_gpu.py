@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,25 @@ def test_an_include_cycle_is_an_error(tmp_path, monkeypatch):
     })
     with pytest.raises(ShaderError, match=r"include cycle \(a.wgsl -> b.wgsl -> a.wgsl\)"):
         shaders.load_source(pkg, "a.wgsl")
+
+
+def test_a_tape_replays_its_dispatches_and_refuses_a_tape_with_a_write_inside(gpu):
+    """Replaying a tape records the same work; a write while taping makes the tape unusable (its
+    data would not be replayed), so `stop_tape` returns None."""
+    from bonsai.ops import argmax
+
+    kernel = gpu.kernel("bonsai.ops", "argmax.wgsl", WG=argmax.WG)
+    x, out = gpu.upload(struct.pack("<4f", 1.0, 5.0, 2.0, 3.0)), gpu.buffer(4)
+    prm = gpu.upload(argmax.params(4, 0))
+    gpu.start_tape()
+    gpu.dispatch(kernel, [x, out, prm], 1)
+    tape = gpu.stop_tape()
+    assert tape is not None and len(tape) == 1
+    gpu.write(out, struct.pack("<I", 99))
+    before = gpu.dispatch_count
+    gpu.replay(tape)
+    assert struct.unpack("<I", gpu.read(out, 4))[0] == 1 and gpu.dispatch_count == before + 1
+    gpu.start_tape()
+    gpu.dispatch(kernel, [x, out, prm], 1)
+    gpu.write(x, struct.pack("<4f", 9.0, 0.0, 0.0, 0.0))
+    assert gpu.stop_tape() is None

@@ -130,6 +130,15 @@ class Attention:
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
+    def fold_shape(self, win: Window) -> int:
+        """What of window `win` sizes its fold dispatches (beyond n_q): blocks -> the blocks it touches,
+        split -> its span, wide/serial -> nothing (0)."""
+        if self.variant == "blocks":
+            return -(-win.end // self.block) - win.start // self.block
+        if self.variant == "split":
+            return win.end - win.start
+        return 0
+
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""
         return n_q * self.n_heads * (self.head_dim + 2) * 4 * (2 if self.variant == "blocks" else 1)
@@ -172,7 +181,7 @@ class Attention:
             groups = (min(n, 65535), -(-n // 65535))
         fold = self.fold_residual if win.residual else self.fold
         if self.variant == "blocks":
-            blocks = -(-win.end // self.block) - win.start // self.block
+            blocks = self.fold_shape(win)
             if n > 65535 or blocks > 65535:
                 raise ValueError(f"blocks attention: n_q * n_heads = {n} or {blocks} blocks above 65535")
             need = n * blocks * (self.head_dim + 2) * 4

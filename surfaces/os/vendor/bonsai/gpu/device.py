@@ -44,6 +44,8 @@ class Gpu:
         self._encoder: Any = None
         self._pass: Any = None
         self.dispatch_count = 0
+        self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
+        self._tape_clean = True  # no write, read or copy happened while taping
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -102,6 +104,7 @@ class Gpu:
 
     def write(self, buf: Any, data: Any, offset: int = 0) -> None:
         """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
+        self._untaped()
         self.flush()
         view = memoryview(data).cast("B")
         if view.nbytes % 4:
@@ -121,6 +124,7 @@ class Gpu:
         if src.nbytes % 4 or src.nbytes < (64 << 10):
             self.write(buf, data, offset)
             return
+        self._untaped()
         self.flush()
         ring = self._staging_ring()
         chunk = ring.chunk
@@ -148,12 +152,14 @@ class Gpu:
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
+        self._untaped()
         self.flush()
         size = buf.size - offset if nbytes is None else nbytes
         return bytes(self.queue.read_buffer(buf, offset, round_up(size, 4)))[:size]
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
         """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
+        self._untaped()
         self._end_pass()
         self._open_encoder().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
 
@@ -209,6 +215,38 @@ class Gpu:
         self._pass.set_bind_group(0, bind_group)
         self._pass.dispatch_workgroups(*groups)
         self.dispatch_count += 1
+        if self._tape is not None:
+            self._tape.append((kernel.pipeline, bind_group, groups))
+
+    # ---- taping: record a step's dispatches once, replay them while the step's shape holds ----------
+    def start_tape(self) -> None:
+        """Remember every dispatch (and flush) from now on, for `replay`."""
+        self._tape, self._tape_clean = [], True
+
+    def stop_tape(self) -> list[Any] | None:
+        """The dispatches since `start_tape`, or None if a write, read or copy came between them (their
+        data would not be replayed)."""
+        tape, self._tape = self._tape, None
+        return tape if self._tape_clean else None
+
+    def _untaped(self) -> None:
+        """A write, read or copy: a tape being made now cannot be replayed (its data would be missing)."""
+        if self._tape is not None:
+            self._tape_clean = False
+
+    def replay(self, tape: list[Any]) -> None:
+        """Record the taped dispatches again: same pipelines, bind groups and sizes, no Python per op."""
+        for entry in tape:
+            if entry is None:
+                self.flush()
+                continue
+            if self._pass is None:
+                self._pass = self._open_encoder().begin_compute_pass()
+            pipeline, bind_group, groups = entry
+            self._pass.set_pipeline(pipeline)
+            self._pass.set_bind_group(0, bind_group)
+            self._pass.dispatch_workgroups(*groups)
+            self.dispatch_count += 1
 
     def forget_bindings(self) -> None:
         """Drop cached bind groups (call after freeing many buffers)."""
@@ -216,6 +254,8 @@ class Gpu:
 
     def flush(self) -> None:
         """Submit everything recorded so far."""
+        if self._tape is not None:
+            self._tape.append(None)
         if self._encoder is None:
             return
         self._end_pass()

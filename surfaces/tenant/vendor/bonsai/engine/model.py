@@ -55,6 +55,10 @@ class GpuModel:
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
+        self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
+        self.replays = 0  # steps replayed so far
+        self._tape: Any = None
+        self._tape_key: tuple | None = None
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
@@ -62,15 +66,42 @@ class GpuModel:
         mm.dispatch(self.gpu, m, x, y, prm, t, accum=accum)
 
     def record(self, ids: list[int], pos: int, *, all_logits: bool) -> None:
-        """Record the forward of `ids` at positions pos.. ; logits land in act.logits (rows: all or the last)."""
+        """Record the forward of `ids` at positions pos.. ; logits land in act.logits (rows: all or the last).
+
+        Decode steps are taped: while the cache's `step_key` (window count, blocks per window) stays
+        the same, the next step only writes its inputs and replays the taped dispatches, skipping the
+        Python that chose them (bench/NOTES.md). `replay = False` turns this off.
+        """
         c, a, g, t = self.cfg, self.act, self.gpu, len(ids)
         assert 0 < t <= a.batch
+        key = self._step_key(pos, t, all_logits)
         g.write(a.ids, array("I", ids))
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
                                        c.n_heads, c.rms_eps))
         prepare = getattr(self.cache, "prepare", None)
         if prepare is not None:  # the step's position-dependent KV parameters, written before recording
             prepare(pos, t, c.n_heads)
+        if key is not None and key == self._tape_key:
+            self.cache.replay_appends(pos, t)
+            g.replay(self._tape)
+            self.replays += 1
+            return
+        if key is not None:
+            g.start_tape()
+        self._record_dispatches(pos, t, all_logits)
+        if key is not None:
+            self._tape = g.stop_tape()
+            self._tape_key = key if self._tape is not None else None
+
+    def _step_key(self, pos: int, t: int, all_logits: bool) -> tuple | None:
+        """Equal keys: equal dispatch lists (None: do not tape or replay this step)."""
+        if not self.replay or t != 1 or not hasattr(self.gpu, "start_tape") or not hasattr(self.cache, "step_key"):
+            return None
+        kv = self.cache.step_key(pos, t, self.cfg.n_heads)
+        return None if kv is None else (all_logits, self.submit_every, kv)
+
+    def _record_dispatches(self, pos: int, t: int, all_logits: bool) -> None:
+        c, a, g = self.cfg, self.act, self.gpu
         e = self.w.embed
         mm.dispatch_embed(g, e, a.ids, a.x, self.params(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
         norm_prm = self.params(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))

@@ -179,14 +179,10 @@ class KVCache:
             self._append_chunk(layer, k_buf, v_buf, pos + start, min(self.staging_positions, n - start), start)
 
     def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
-        words, flags = n * self._stage_pos_words, 2 * n * self.n_kv
-        if self._used_words + words > self._staging_words:
+        if self._used_words + n * self._stage_pos_words > self._staging_words:
             self.sync_host()
-        entry = _Pending(layer, pos, n, self._used_words, self._used_flags)
+        entry = self._new_entry(layer, pos, n)
         self._store.record(k_buf, v_buf, n, self._staging, entry.word, self._flags, entry.flag, src_pos)
-        self._pending.append(entry)
-        self._used_words += words
-        self._used_flags += flags
         v_src = (entry.word + n * self.n_kv * self.rks) * 4
         p = pos
         while p < pos + n:
@@ -203,6 +199,35 @@ class KVCache:
             p = end
         if self.m.grouped:
             self._append_residual(layer, entry)
+
+    def _new_entry(self, layer: int, pos: int, n: int) -> _Pending:
+        """Book rows [pos, pos+n) of `layer` into the staging area (the store kernel writes them there)."""
+        entry = _Pending(layer, pos, n, self._used_words, self._used_flags)
+        self._pending.append(entry)
+        self._used_words += n * self._stage_pos_words
+        self._used_flags += 2 * n * self.n_kv
+        return entry
+
+    # ---- replaying a recorded step --------------------------------------------------------
+    def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
+        """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
+        when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):
+        equal keys, equal dispatch lists. None when the step may do more than record dispatches
+        (grouped modes, a VRAM budget, rows not synced, a window slot still to be made)."""
+        if self.m.grouped or n != 1 or self._pending or self.max_slots < self.n_layers * self.n_windows:
+            return None
+        win = pos // self.window
+        if not all((layer, win) in self._resident for layer in range(self.n_layers)):
+            return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
+        att = self._attention(n_heads)
+        return win, tuple(att.fold_shape(w) for w in self._windows(0, pos + n)[1])
+
+    def replay_appends(self, pos: int, n: int) -> None:
+        """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
+        taped dispatches write the rows): the same staging entries, in the same order."""
+        for layer in range(self.n_layers):
+            self._check_range(layer, pos, n)
+            self._new_entry(layer, pos, n)
 
     def _append_residual(self, layer: int, e: _Pending) -> None:
         """Copy the entry's f32 K rows into the residual; quantise every group they fill."""
