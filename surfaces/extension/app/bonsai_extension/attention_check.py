@@ -109,7 +109,7 @@ def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
     return {
         "ok": not any(c["mismatched"] for c in cases),
         "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/attention_serial.wgsl", "bonsai.kv/attention_blocks.wgsl",
-                    "bonsai.kv/merge_blocks.wgsl", "bonsai.kv/finalize.wgsl", "bonsai.kv/finalize_blocks.wgsl"],
+                    "bonsai.kv/merge_blocks.wgsl", "bonsai.kv/finalize.wgsl"],
         "mutate": mutate,
         "cases": cases,
     }

@@ -109,8 +109,7 @@ class Attention:
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, 2 + hd] f32
-        self.finalize = gpu.kernel("bonsai.kv", "finalize_blocks.wgsl" if self.variant == "blocks" else "finalize.wgsl",
-                                   HEAD_DIM=head_dim)
+        self.finalize = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=head_dim, BLOCKS=self.variant == "blocks")
         self.rotate = None
         if m.rotate_k:
             self.rotate = gpu.kernel("bonsai.kv", "rotate.wgsl", HEAD_DIM=head_dim,

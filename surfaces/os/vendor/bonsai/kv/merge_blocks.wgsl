@@ -4,7 +4,7 @@
 // attention_blocks.wgsl): if the block is complete (hi == its end) its fold is merged into MAIN
 //     m' = max(M, m_b);  a = exp(M - m');  c = exp(m_b - m');  L = L a + l_b c;  ACC = ACC a + acc_b c
 // and PARTIAL is emptied; otherwise (the window or the causal bound ends inside it) its fold becomes
-// PARTIAL, which the next window continues or finalize_blocks.wgsl merges last. l > 0 for any fold
+// PARTIAL, which the next window continues or finalize.wgsl merges last. l > 0 for any fold
 // of at least one position (its largest score contributes exp(0) = 1), so PARTIAL is empty iff l == 0.
 // One workgroup per (token, head), HD invocations: invocation j owns acc[j]; m and l are computed
 // identically by all.

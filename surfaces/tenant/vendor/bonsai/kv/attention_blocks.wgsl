@@ -7,7 +7,7 @@
 // start. A block's fold is the same sequence of f32 operations whether it is computed in one
 // dispatch or stopped at a window end and continued from PARTIAL in the next window (the state is
 // kept in f32 between dispatches), and blocks are merged in the same order whatever the windows;
-// so any split into windows gives the same bits. Nothing divides by l before finalize_blocks.wgsl.
+// so any split into windows gives the same bits. Nothing divides by l before finalize.wgsl.
 //
 // Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations.
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
