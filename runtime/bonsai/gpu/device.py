@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
 from . import shaders
-from .backend import Kernel, round_up
+from .backend import Kernel, KernelCache, round_up
 
 __all__ = ["Gpu", "Kernel"]
 
@@ -39,7 +39,7 @@ class Gpu:
         self.device = device
         self.adapter = adapter
         self.queue = device.queue
-        self._kernels: dict[tuple, Kernel] = {}
+        self._kernels = KernelCache()
         self._bind_groups: dict[tuple, Any] = {}
         self._encoder: Any = None
         self._pass: Any = None
@@ -173,14 +173,8 @@ class Gpu:
     # ---- kernels ------------------------------------------------------------------------
     def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
         """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
-        fast = (package, filename, entry, *constants.items())  # per call site: no sort on the hot path
-        cached = self._kernels.get(fast)
+        cached = self._kernels.get(package, filename, entry, constants)
         if cached is not None:
-            return cached
-        key = (package, filename, entry, tuple(sorted(constants.items())))
-        cached = self._kernels.get(key)
-        if cached is not None:
-            self._kernels[fast] = cached
             return cached
         name = f"{package}/{filename}"
         code = shaders.render(shaders.load_source(package, filename), constants, name=name)
@@ -192,8 +186,7 @@ class Gpu:
         except Exception as exc:
             raise ShaderError(f"{name}: {exc}") from exc
         kernel = Kernel(name, pipeline)
-        self._kernels[key] = self._kernels[fast] = kernel
-        return kernel
+        return self._kernels.put(package, filename, entry, constants, kernel)
 
     def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
         """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""

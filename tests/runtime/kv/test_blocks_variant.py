@@ -53,6 +53,7 @@ def test_a_racy_merge_is_caught(gpu, monkeypatch):
     """Mutation: without the barrier between reading and rewriting MAIN, lavapipe's 8-wide SIMD lets
     later invocations read the already-merged (m, l): the windowed runs no longer match."""
     from bonsai.gpu import shaders
+    from bonsai.gpu.backend import KernelCache
 
     real = shaders.load_source
 
@@ -62,6 +63,6 @@ def test_a_racy_merge_is_caught(gpu, monkeypatch):
             if filename == "merge_blocks.wgsl" else source
 
     monkeypatch.setattr(shaders, "load_source", without_barrier)
-    monkeypatch.setattr(gpu, "_kernels", {})  # compile afresh (the session's device caches pipelines)
+    monkeypatch.setattr(gpu, "_kernels", KernelCache())  # compile afresh (the session's device caches pipelines)
     results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
     assert any(not r.ok for r in results)

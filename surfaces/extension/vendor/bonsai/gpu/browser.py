@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
 from . import shaders
-from .backend import GpuValidationError, Kernel, round_up
+from .backend import GpuValidationError, Kernel, KernelCache, round_up
 
 # Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
 _WANTED_LIMITS = (
@@ -48,7 +48,7 @@ class BrowserGpu:
         self.device = device
         self.adapter = Adapter(adapter)
         self.queue = device.queue
-        self._kernels: dict[tuple, Kernel] = {}
+        self._kernels = KernelCache()
         self._bind_groups: dict[tuple, Any] = {}
         self._encoder: Any = None
         self._pass: Any = None
@@ -158,14 +158,8 @@ class BrowserGpu:
     # ---- kernels ------------------------------------------------------------------------
     def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
         """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
-        fast = (package, filename, entry, *constants.items())  # per call site: no sort on the hot path
-        cached = self._kernels.get(fast)
+        cached = self._kernels.get(package, filename, entry, constants)
         if cached is not None:
-            return cached
-        key = (package, filename, entry, tuple(sorted(constants.items())))
-        cached = self._kernels.get(key)
-        if cached is not None:
-            self._kernels[fast] = cached
             return cached
         name = f"{package}/{filename}"
         code = shaders.render(shaders.load_source(package, filename), constants, name=name)
@@ -178,8 +172,7 @@ class BrowserGpu:
         if problems or not _is_null(scoped):
             raise ShaderError("\n".join(problems) or f"{name}: {scoped.message}")
         kernel = Kernel(name, pipeline)
-        self._kernels[key] = self._kernels[fast] = kernel
-        return kernel
+        return self._kernels.put(package, filename, entry, constants, kernel)
 
     def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
         """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""

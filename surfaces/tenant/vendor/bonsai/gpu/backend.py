@@ -16,6 +16,29 @@ class Kernel:
     pipeline: Any = field(compare=False, repr=False)
 
 
+class KernelCache:
+    """Compiled kernels by (package, file, entry, constants). Looked up on every dispatch, so each call
+    site's own (unsorted) key is tried first and a hit costs no sort; a miss falls back to the
+    canonical sorted key, so equal constants in another order still compile once."""
+
+    def __init__(self) -> None:
+        self._kernels: dict[tuple, Kernel] = {}
+
+    def get(self, package: str, filename: str, entry: str, constants: dict[str, object]) -> Kernel | None:
+        fast = (package, filename, entry, *constants.items())
+        kernel = self._kernels.get(fast)
+        if kernel is None:
+            kernel = self._kernels.get((package, filename, entry, tuple(sorted(constants.items()))))
+            if kernel is not None:
+                self._kernels[fast] = kernel
+        return kernel
+
+    def put(self, package: str, filename: str, entry: str, constants: dict[str, object], kernel: Kernel) -> Kernel:
+        self._kernels[(package, filename, entry, tuple(sorted(constants.items())))] = kernel
+        self._kernels[(package, filename, entry, *constants.items())] = kernel
+        return kernel
+
+
 class GpuValidationError(BonsaiError):
     """The GPU rejected recorded work (WebGPU validation); the message is the driver's, with the label."""
 
