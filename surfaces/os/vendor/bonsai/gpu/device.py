@@ -255,7 +255,6 @@ class Gpu:
         self.queue.submit([self._encoder.finish()])
         self._encoder = None
 
-    # ---- internals ----------------------------------------------------------------------
     def is_lost(self) -> bool:
         """True when the device is unusable: wgpu-py 0.32 has no `device.lost`, so probe it (creating a
         buffer fails with "Parent device is lost" on a dead device)."""
@@ -265,6 +264,7 @@ class Gpu:
             return True
         return False
 
+    # ---- internals ----------------------------------------------------------------------
     def _open_encoder(self) -> Any:
         if self._encoder is None:
             self._encoder = self.device.create_command_encoder()

@@ -49,7 +49,8 @@ BLOCK = 64  # positions per block of the "blocks" variant
 
 def default_variant(gpu: Any) -> str:
     """"serial" on CPU adapters (lavapipe: barriers are slow there), else "blocks" (bench/NOTES.md:
-    on the H200 it decodes 2.4x faster than "wide" at 1K context, and attends 18x faster at 32K)."""
+    on the H200 it decodes ~2x faster than "wide" with the same window at 1K context, and attends
+    ~17x faster at 32K)."""
     info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
     return "serial" if "cpu" in str(info.get("adapter_type", "")).lower() else "blocks"
 
