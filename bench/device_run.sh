@@ -3,6 +3,7 @@
 # in one run (wide and split are the previous versions' kernels, blocks the new one), and the peer.
 # Sent with carry [.gl, .whl, .model/partNN]:
 #   bench/device_run.sh kv      # call 1: sends .model/part00 (kept in /root/m), verify + kv_bench
+#                               # (before = .before/runtime, after = this tree, interleaved)
 #   bench/device_run.sh decode  # call 2, at once: sends part01, joins the GGUF, decode_bench (+ HF)
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -13,12 +14,19 @@ OUT=${OUT:-/tmp/out}
 mkdir -p /root/m "$OUT"
 case "$1" in
 kv)
-  cp .model/part00 /root/m/part00
+  # needs carry [.gl, .whl, .before] where .before/runtime = `git archive <before> runtime/bonsai`
+  [ -f .model/part00 ] && cp .model/part00 /root/m/part00
   PYTHONPATH=$AFTER timeout 100 python3 -c 'import sys; from bonsai.cli import main; main()' \
       verify attention --kv-len 80 --prefill 17 2>&1 | tail -n 9 | tee "$OUT/verify.txt"
-  KV="--context 32768 --window 4096 --heads 9 --kv-heads 3 --head-dim 64 --modes f32,q4 --repeats 10"
-  PYTHONPATH=$AFTER timeout 240 python3 bench/kv_bench.py $KV --variants blocks,wide --upload-mb 512 \
-      --chunk-kb 1024 4096 16384 65536 --threads 1 4 8 --label variants --out "$OUT/kv_32k.json" 2>&1 | tee "$OUT/kv_32k.txt"
+  KV="--context 32768 --heads 9 --kv-heads 3 --head-dim 64 --modes f32,q4 --repeats 20 --variants blocks"
+  for round in 1 2; do  # before / after twice, interleaved: the machine is shared
+    PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 100 python3 bench/kv_bench.py $KV --window 4096 \
+        --upload-mb 256 --chunk-kb 4096 16384 --threads 4 --label "before (round $round)" \
+        --out "$OUT/kv_before_$round.json" 2>&1 | tee "$OUT/kv_before_$round.txt"
+    PYTHONPATH=$AFTER timeout 150 python3 bench/kv_bench.py $KV --window 4096 2048 1024 \
+        --upload-mb 256 --chunk-kb 1024 4096 16384 65536 --threads 4 --label "after (round $round)" \
+        --out "$OUT/kv_after_$round.json" 2>&1 | tee "$OUT/kv_after_$round.txt"
+  done
   ;;
 decode)
   cat /root/m/part00 .model/part01 > /root/m/SmolLM2-135M-Instruct.Q4_1.gguf

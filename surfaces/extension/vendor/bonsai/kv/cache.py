@@ -90,6 +90,7 @@ class KVCache:
         self.pos_words = self.k_words + self.v_words
         self.n_windows = -(-max_positions // window)
         self.slot_bytes = window * self.pos_words * 4
+        self._v_base = window * self.k_words * 4  # byte offset of the V block in a window
         if vram_budget is None:
             self.max_slots = n_layers * self.n_windows
         else:
@@ -121,7 +122,10 @@ class KVCache:
         self._scatter = Scatter(gpu, self._params, self._step)
         self._store = Store(gpu, self.n_kv, self.head_dim, self.m, self._params)
         self._attn: dict[int, Attention] = {}
-        self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # LRU, oldest first
+        self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # by last use, oldest first
+        # host pages mirroring streamed windows of the master, and master ranges written since filled
+        self._pages: dict[tuple[int, int], Any] | None = {} if getattr(gpu, "has_host_pages", False) else None
+        self._stale: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._slots_made = 0
         self._staging = gpu.buffer((self._staging_words + self._staging_flags) * 4 + ALSO_BYTES)
         self._flags = gpu.buffer(self._staging_flags * 4)
@@ -162,13 +166,59 @@ class KVCache:
             buf = self.gpu.buffer(self.slot_bytes)
             self._slots_made += 1
         else:
-            _, buf = self._resident.popitem(last=False)
+            buf = self._resident.pop(self._victim())
         if win * self.window < self.length[layer]:
-            # large windows: the threaded mapped-staging path where the backend has one (same bytes land)
-            getattr(self.gpu, "write_staged", self.gpu.write)(buf, self._window_bytes(layer, win))
-            self.streamed_windows += 1
+            self._stream_window(layer, win, buf)
         self._resident[key] = buf
         return buf
+
+    def _victim(self) -> tuple[int, int]:
+        """The resident window whose slot is reused: the most recently used one without unsynced rows.
+
+        Attention walks every window of a layer in order on every call, and for a repeated walk the
+        most recently used window is the one needed furthest ahead (LRU evicts each window just before
+        it is needed again: with 2 slots for 8 windows it streams 8 per call, this 7). A window with rows
+        still only in staging is kept, so streaming it back does not force a sync mid-step.
+        """
+        pending = {(e.layer, w) for e in self._pending
+                   for w in range(e.pos // self.window, (e.pos + e.n - 1) // self.window + 1)}
+        return next((key for key in reversed(self._resident) if key not in pending), next(reversed(self._resident)))
+
+    def _stream_window(self, layer: int, win: int, buf: Any) -> None:
+        """Window `win` of the master into the slot `buf`.
+
+        Backends with host pages (native wgpu) keep a page per streamed window that mirrors the master
+        (bytes written since it was filled are refreshed first): streaming is then a GPU copy from host
+        RAM, with no host copy. Others write the master's bytes (mapped staging where available).
+        """
+        data = self._window_bytes(layer, win)
+        if self._pages is None:
+            getattr(self.gpu, "write_staged", self.gpu.write)(buf, data)
+        else:
+            key = (layer, win)
+            page = self._pages.get(key)
+            stale = self._stale.pop(key, None)
+            if page is None:
+                page = self._pages[key] = self.gpu.host_page(self.slot_bytes)
+                stale = [(0, self.slot_bytes)]
+            for lo, hi in stale or ():
+                self.gpu.fill_page(page, data[lo:hi], lo)
+            self.gpu.stream(page, 0, buf, 0, self.slot_bytes)
+        self.streamed_windows += 1
+
+    def _mark_stale(self, layer: int, at: int, nbytes: int) -> None:
+        """Master bytes [at, at+nbytes) of `layer` changed: its window's host page (if any) must refresh
+        them before streaming. One hull per block (K, V) of the window keeps the bookkeeping O(1)."""
+        win, lo = divmod(at, self.slot_bytes)
+        key = (layer, win)
+        if self._pages is None or key not in self._pages:
+            return
+        hulls = self._stale.setdefault(key, [])
+        for i, (a, b) in enumerate(hulls):
+            if (a < self._v_base) == (lo < self._v_base):  # same block: widen its hull
+                hulls[i] = (min(a, lo), max(b, lo + nbytes))
+                return
+        hulls.append((lo, lo + nbytes))
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
@@ -401,6 +451,8 @@ class KVCache:
         n = src.nbytes // ((self.k_words if kind == "k" else self.v_words) * 4)
         for at, p, stop, row in self._runs(kind, pos, pos + n):
             host[at: at + (stop - p) * row] = src[(p - pos) * row: (stop - pos) * row]
+            if self._pages:
+                self._mark_stale(layer, at, (stop - p) * row)
 
     def _rows(self, layer: int, kind: str, start: int, end: int) -> bytes:
         """The master's stored rows of `kind` for positions [start, end), position-major."""

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -14,7 +15,16 @@ from ..errors import GpuUnavailableError, ShaderError
 from . import shaders
 from .backend import Kernel, KernelCache, round_up
 
-__all__ = ["Gpu", "Kernel"]
+__all__ = ["Gpu", "HostPage", "Kernel"]
+
+
+HOST_PAGE_FEATURE = "mappable-primary-buffers"
+
+
+def _quiet_host_page_feature(record: logging.LogRecord) -> bool:
+    """wgpu warns that this feature is a "performance footgun" on discrete GPUs (for buffers used in
+    shaders); host pages are only ever copy sources, which is what the feature is for here."""
+    return "MAPPABLE_PRIMARY_BUFFERS enabled on a discrete gpu" not in record.getMessage()
 
 
 def _quiet_vulkan() -> None:
@@ -70,7 +80,11 @@ class Gpu:
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
                   "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
                   "max-compute-workgroup-size-x")
-        device = adapter.request_device_sync(required_limits={k: limits[k] for k in wanted if k in limits})
+        # host pages (`host_page`) are MAP_READ buffers the GPU copies from: a native wgpu feature
+        features = [HOST_PAGE_FEATURE] if HOST_PAGE_FEATURE in adapter.features else []
+        logging.getLogger("wgpu").addFilter(_quiet_host_page_feature)
+        device = adapter.request_device_sync(required_features=features,
+                                             required_limits={k: limits[k] for k in wanted if k in limits})
         return cls(device, adapter)
 
     @property
@@ -144,6 +158,53 @@ class Gpu:
             enc.copy_buffer_to_buffer(stage, 0, buf, offset + start, piece.nbytes)
             self.queue.submit([enc.finish()])
             ring.submitted(stage)
+
+    # ---- host pages: host RAM the GPU copies from (window streaming without a host copy per stream) --
+    @property
+    def has_host_pages(self) -> bool:
+        """Whether `host_page` gives host-RAM pages here, checked once per device by a round trip.
+
+        WebGPU's upload buffers (MAP_WRITE) may live in VRAM: gpu-allocator places them in VRAM the host
+        sees through the BAR when the card exposes one (measured on the H200: 4 GiB of them took 4 GiB of
+        VRAM; `bench/host_page_probe.py`). Read-back buffers (MAP_READ) live in host-cached system RAM;
+        the native feature mappable-primary-buffers lets them be copy sources, and wgpu maps them
+        directly, so bytes written through the mapping are what the GPU copies. Both are checked here.
+        """
+        if not hasattr(self, "_host_pages_ok"):
+            self._host_pages_ok = HOST_PAGE_FEATURE in self.device.features and self._host_page_round_trip()
+        return self._host_pages_ok
+
+    def _host_page_round_trip(self) -> bool:
+        pattern = bytes(range(64))
+        page = self.host_page(len(pattern))
+        self.fill_page(page, pattern)
+        dst = self.buffer(len(pattern))
+        self.stream(page, 0, dst, 0, len(pattern))
+        return self.read(dst) == pattern
+
+    def host_page(self, nbytes: int) -> HostPage:
+        """A page of host RAM (see `has_host_pages`) that `stream` copies from on the GPU, at PCIe speed
+        and with no host-side copy."""
+        U = self._wgpu.BufferUsage
+        return HostPage(self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=U.MAP_READ | U.COPY_SRC))
+
+    def fill_page(self, page: HostPage, data: Any, offset: int = 0) -> None:
+        """Copy host bytes (a multiple of 4) into `page` at `offset` (4-aligned), after every GPU copy
+        that reads it."""
+        if page.encoder is not None and page.encoder is self._encoder:
+            self.flush()  # a recorded, unsubmitted copy reads the page: it must see the old bytes
+        view = memoryview(data).cast("B")
+        start, end = offset - offset % 8, round_up(offset + view.nbytes, 4)
+        page.buffer.map_sync(self._wgpu.MapMode.READ, start, end - start)  # waits for copies reading it
+        try:
+            page.buffer._experimental_get_mapped_range(offset, view.nbytes)[:] = view
+        finally:
+            page.buffer.unmap()
+
+    def stream(self, page: HostPage, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Record a GPU copy from a host page into a GPU buffer (ordered with the dispatches around it)."""
+        self.copy(page.buffer, src_offset, dst, dst_offset, nbytes)
+        page.encoder = self._encoder
 
     def _staging_ring(self) -> _StagingRing:
         if not hasattr(self, "_ring"):
@@ -274,6 +335,14 @@ class Gpu:
         if self._pass is not None:
             self._pass.end()
             self._pass = None
+
+
+class HostPage:
+    """A host-RAM buffer the GPU copies from (`Gpu.host_page`); unmapped except while being filled."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+        self.encoder: Any = None  # the command encoder that last recorded a copy from this page
 
 
 class _StagingRing:
