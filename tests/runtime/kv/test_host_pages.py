@@ -24,6 +24,9 @@ class _WithoutPages:
 
 def test_host_pages_are_checked_once_per_device_and_refused_when_the_bits_do_not_arrive(gpu, monkeypatch):
     assert gpu.has_host_pages  # lavapipe offers mappable-primary-buffers: the round trip passed
+    # pages mirror the master only where windows are streamed again and again: under a VRAM budget
+    assert KVCache(gpu, 1, 1, 64, 32, window=8, vram_budget=1 << 12)._pages == {}
+    assert KVCache(gpu, 1, 1, 64, 32, window=8)._pages is None
     # mutation: a driver whose mapped writes never reach the GPU's copies
     monkeypatch.delattr(gpu, "_host_pages_ok")
     monkeypatch.setattr(Gpu, "fill_page", lambda self, page, data, offset=0: None)

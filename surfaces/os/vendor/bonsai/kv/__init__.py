@@ -47,6 +47,11 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
     cache.residual_bytes()                # grouped-K modes: bytes of one layer's f32 residual buffer
     cache.length[layer]                   # positions committed to the host master
     cache.streamed_windows                # windows written up from the master so far
+  Streaming under a VRAM budget: a full slot pool reuses the most recently used window's slot (a
+  walk over every window, as attention does, then keeps the others across calls). Backends with
+  host pages (native wgpu: `Gpu.has_host_pages`) mirror each streamed window in a host-RAM page
+  refreshed from the master's changed bytes, so streaming is one GPU copy from host RAM; others
+  write the master's bytes (mapped staging where the backend has it).
   NumpyKVCache only (numpy views of the master, for tests and measurements):
     cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
     cache.residual(layer)                 # grouped-K modes: (first position, f32 rows) of the residual

@@ -123,8 +123,12 @@ class KVCache:
         self._store = Store(gpu, self.n_kv, self.head_dim, self.m, self._params)
         self._attn: dict[int, Attention] = {}
         self._resident: OrderedDict[tuple[int, int], Any] = OrderedDict()  # by last use, oldest first
-        # host pages mirroring streamed windows of the master, and master ranges written since filled
-        self._pages: dict[tuple[int, int], Any] | None = {} if getattr(gpu, "has_host_pages", False) else None
+        # host pages mirroring streamed windows of the master, and master ranges written since filled:
+        # only under a VRAM budget (without one a window is streamed once, and a mirror would double the
+        # host memory it takes)
+        budgeted = self.max_slots < self.n_layers * self.n_windows
+        self._pages: dict[tuple[int, int], Any] | None = (
+            {} if budgeted and getattr(gpu, "has_host_pages", False) else None)
         self._stale: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._slots_made = 0
         self._staging = gpu.buffer((self._staging_words + self._staging_flags) * 4 + ALSO_BYTES)
@@ -191,20 +195,25 @@ class KVCache:
         (bytes written since it was filled are refreshed first): streaming is then a GPU copy from host
         RAM, with no host copy. Others write the master's bytes (mapped staging where available).
         """
-        data = self._window_bytes(layer, win)
         if self._pages is None:
-            getattr(self.gpu, "write_staged", self.gpu.write)(buf, data)
+            getattr(self.gpu, "write_staged", self.gpu.write)(buf, self._window_bytes(layer, win))
         else:
-            key = (layer, win)
-            page = self._pages.get(key)
-            stale = self._stale.pop(key, None)
-            if page is None:
-                page = self._pages[key] = self.gpu.host_page(self.slot_bytes)
-                stale = [(0, self.slot_bytes)]
-            for lo, hi in stale or ():
-                self.gpu.fill_page(page, data[lo:hi], lo)
-            self.gpu.stream(page, 0, buf, 0, self.slot_bytes)
+            self.gpu.stream(self._page(layer, win), 0, buf, 0, self.slot_bytes)
         self.streamed_windows += 1
+
+    def _page(self, layer: int, win: int) -> Any:
+        """The host page mirroring window `win` of the master, made or refreshed to match it now."""
+        assert self._pages is not None
+        key = (layer, win)
+        page = self._pages.get(key)
+        stale = self._stale.pop(key, None)
+        if page is None:
+            page = self._pages[key] = self.gpu.host_page(self.slot_bytes)
+            stale = [(0, self.slot_bytes)]
+        data = self._window_bytes(layer, win)
+        for lo, hi in stale or ():
+            self.gpu.fill_page(page, data[lo:hi], lo)
+        return page
 
     def _mark_stale(self, layer: int, at: int, nbytes: int) -> None:
         """Master bytes [at, at+nbytes) of `layer` changed: its window's host page (if any) must refresh
