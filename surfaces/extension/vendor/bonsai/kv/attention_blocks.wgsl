@@ -30,6 +30,7 @@
 
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
+var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
 
 //#include "kv_k_elem.wgsl"
 
