@@ -11,6 +11,7 @@ on a real GPU raise them, e.g.:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -21,33 +22,45 @@ from bonsai.gpu.device import Gpu
 from bonsai.kv.modes import MODES
 from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
+PLACEMENTS = ("resident", "streamed")
 
-def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, streamed: bool, variant: str, window: int) -> dict:
-    """Decode attention over `context` positions: seconds per call and cache GB/s read."""
+
+def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, placement: str, variant: str, window: int) -> dict:
+    """Decode attention over `context` positions: seconds per call and cache GB/s read.
+
+    placement: "resident" (every window in VRAM) or "streamed" (a VRAM budget of `budget_frac` of the
+    cache; other windows are streamed in from the host master)."""
     rng = np.random.default_rng(0)
-    probe = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=window)
-    n_slots = max(1, int(probe.n_windows * a.budget_frac))
-    budget = n_slots * probe.slot_bytes if streamed else None
-    cache = KVCache(gpu, 1, a.kv_heads, a.head_dim, a.context, mode=mode, window=window, vram_budget=budget,
+    probe = KVCache(gpu, a.layers, a.kv_heads, a.head_dim, a.context, mode=mode, window=window)
+    n_slots = max(1, int(probe.n_windows * a.layers * a.budget_frac))
+    budget = None if placement == "resident" else n_slots * probe.slot_bytes
+    cache = KVCache(gpu, a.layers, a.kv_heads, a.head_dim, a.context, mode=mode, window=window, vram_budget=budget,
                     **({"variant": variant} if variant != "auto" else {}))
     chunk = min(a.context, 4096)
     for pos in range(0, a.context, chunk):
         n = min(chunk, a.context - pos)
         kv = rng.standard_normal((n, a.kv_heads, a.head_dim)).astype(np.float32)
-        cache.append_host(0, kv, kv, pos)
+        for layer in range(a.layers):  # the same rows in every layer: separate memory is what counts
+            cache.append_host(layer, kv, kv, pos)
     q = gpu.upload(rng.standard_normal((1, a.heads, a.head_dim)).astype(np.float32))
     out = gpu.buffer(a.heads * a.head_dim * 4)
-    cache.attend(0, q, out, a.context - 1, 1, a.heads)  # warm-up: compile, bind groups
+
+    def call() -> None:  # one decode query through every layer's cache, as a decode step does
+        for layer in range(a.layers):
+            cache.attend(layer, q, out, a.context - 1, 1, a.heads)
+
+    call()  # warm-up: compile, bind groups, host pages filled
     gpu.wait()
     t0 = time.perf_counter()
     for _ in range(a.repeats):
-        cache.attend(0, q, out, a.context - 1, 1, a.heads)
+        call()
     gpu.wait()
-    dt = (time.perf_counter() - t0) / a.repeats
+    dt = (time.perf_counter() - t0) / a.repeats / a.layers
     kv_bytes = cache.bytes_per_position() * a.context
-    streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1)
+    streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1) / a.layers
     return {"kind": "attention", "mode": mode, "variant": variant, "window": window,
-            "windows": f"streamed {a.budget_frac:g}" if streamed else "resident",
+            "windows": placement if placement == "resident" else f"{placement} {a.budget_frac:g}",
+            "out_sha256": hashlib.sha256(gpu.read(out)).hexdigest(),
             "slot_bytes": cache.slot_bytes, "streamed_bytes_per_call": streamed_bytes,
             "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
             "bytes_per_position": cache.bytes_per_position(), "residual_bytes": cache.residual_bytes(),
@@ -149,6 +162,8 @@ def main() -> None:
     p.add_argument("--kv-heads", type=int, default=3)
     p.add_argument("--head-dim", type=int, default=64)
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--layers", type=int, default=1,
+                   help="caches walked per call (a decode step's layers; more than the GPU's L2 cache holds)")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated cache modes")
     p.add_argument("--upload-mb", type=int, default=32, help="bytes moved per upload path")
     p.add_argument("--chunk-kb", type=int, nargs="+", default=[64, 1024, 8192], help="upload piece sizes")
@@ -157,6 +172,7 @@ def main() -> None:
     p.add_argument("--budget-frac", type=float, default=0.25, help="streamed: VRAM budget / cache size")
     p.add_argument("--label", default="", help="printed with the table (e.g. the code version)")
     p.add_argument("--variants", default="auto", help="comma-separated attention kernel variants")
+    p.add_argument("--placements", default="resident,streamed", help=f"comma-separated, of {', '.join(PLACEMENTS)}")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_bench.json"))
     a = p.parse_args()
     gpu = Gpu.create()
@@ -164,8 +180,8 @@ def main() -> None:
     for window in a.window:
         for variant in a.variants.split(","):
             for mode in a.modes.split(","):
-                for streamed in (False, True):
-                    rows.append(bench_attention(gpu, a, mode, streamed, variant, window))
+                for placement in a.placements.split(","):
+                    rows.append(bench_attention(gpu, a, mode, placement, variant, window))
     for kb in a.chunk_kb:
         chunk = min(kb << 10, a.upload_mb << 20)
         rows.append(bench_write_buffer(gpu, a, chunk))
@@ -176,12 +192,15 @@ def main() -> None:
             for th in a.threads:
                 rows.append(bench_write_staged(gpu, a, chunk, th))
     print(f"{a.label} device: {gpu.description}")
-    print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}; "
-          "stream GB/s = MB streamed / (streamed - resident time)")
-    print(f"{'window':>6} {'variant':<7} {'mode':<8} {'windows':<14} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} "
-          f"{'bits/el':>7} {'vs resident':>11} {'vs f32':>7} {'MB streamed':>11} {'stream GB/s':>11}")
+    print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
+          f"{a.layers} layers per call, times per layer; "
+          "MB from host = windows streamed per call; host GB/s = that / (time - resident time)")
+    print(f"{'window':>6} {'variant':<7} {'mode':<8} {'windows':<18} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} "
+          f"{'bits/el':>7} {'vs resident':>11} {'vs f32':>7} {'MB from host':>12} {'host GB/s':>9} {'same bits':>9}")
     res = {(r["window"], r["variant"], r["mode"]): r["seconds_per_call"] for r in rows
            if r["kind"] == "attention" and r["windows"] == "resident"}
+    bits = {(r["window"], r["variant"], r["mode"]): r["out_sha256"] for r in rows
+            if r["kind"] == "attention" and r["windows"] == "resident"}
     for r in rows:
         if r["kind"] == "attention":
             base = res.get((r["window"], r["variant"], r["mode"]), float("nan"))
@@ -189,9 +208,10 @@ def main() -> None:
             f32 = r["seconds_per_call"] / res.get((r["window"], r["variant"], "f32"), float("nan"))
             extra = r["seconds_per_call"] - base
             rate = r["streamed_bytes_per_call"] / extra / 1e9 if r["streamed_bytes_per_call"] and extra > 0 else float("nan")
-            print(f"{r['window']:>6} {r['variant']:<7} {r['mode']:<8} {r['windows']:<14} {r['seconds_per_call'] * 1e3:>9.3f} "
+            same = bits.get((r["window"], r["variant"], r["mode"])) == r["out_sha256"]
+            print(f"{r['window']:>6} {r['variant']:<7} {r['mode']:<8} {r['windows']:<18} {r['seconds_per_call'] * 1e3:>9.3f} "
                   f"{r['cache_GBps']:>10.3f} {r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f} {rel:>11.2f} "
-                  f"{f32:>7.2f} {r['streamed_bytes_per_call'] / 1e6:>11.1f} {rate:>11.2f}")
+                  f"{f32:>7.2f} {r['streamed_bytes_per_call'] / 1e6:>12.1f} {rate:>9.2f} {str(same):>9}")
     print(f"upload: {a.upload_mb} MiB per path")
     print(f"{'path':<36} {'GB/s':>8} {'verified':>8}")
     for r in rows:
