@@ -4,6 +4,8 @@ Layout (u32 words; rk / rv = K / V row words of the mode, W = window positions):
     host[layer]      [n_windows, W*n_kv*rk + W*n_kv*rv]   K block then V block; one window contiguous
     GPU slot buffer  [W*n_kv*rk + W*n_kv*rv]              the same bytes, so streaming is one write
     staging buffer   appended rows (K block, V block per append), then their flags at sync time
+    host page        under a VRAM budget on backends that have them: host RAM mirroring one window
+                     of the master, the source of the GPU copy that streams the window into a slot
 
 Grouped-K modes (kc4*): K is quantised per channel over groups of G positions (`formats`: 32 for
 c4, 64 for c4a).
@@ -181,7 +183,7 @@ class KVCache:
 
         Attention walks every window of a layer in order on every call, and for a repeated walk the
         most recently used window is the one needed furthest ahead (LRU evicts each window just before
-        it is needed again: with 2 slots for 8 windows it streams 8 per call, this 7). A window with rows
+        it is needed again: with 2 slots for 8 windows it streams 8 per call, this 6 or 7). A window with rows
         still only in staging is kept, so streaming it back does not force a sync mid-step.
         """
         pending = {(e.layer, w) for e in self._pending
