@@ -166,7 +166,8 @@ class Gpu:
 
         WebGPU's upload buffers (MAP_WRITE) may live in VRAM: gpu-allocator places them in VRAM the host
         sees through the BAR when the card exposes one (measured on the H200: 4 GiB of them took 4 GiB of
-        VRAM; `bench/host_page_probe.py`). Read-back buffers (MAP_READ) live in host-cached system RAM;
+        VRAM; `bench/host_page_probe.py`). Read-back buffers (MAP_READ) live in system RAM (4 GiB took
+        4 GiB of host RAM and no VRAM there);
         the native feature mappable-primary-buffers lets them be copy sources, and wgpu maps them
         directly, so bytes written through the mapping are what the GPU copies. Both are checked here.
         """
