@@ -198,7 +198,8 @@ class Gpu:
         start, end = offset - offset % 8, round_up(offset + view.nbytes, 4)
         page.buffer.map_sync(self._wgpu.MapMode.READ, start, end - start)  # waits for copies reading it
         try:
-            page.buffer._experimental_get_mapped_range(offset, view.nbytes)[:] = view
+            # mapped ranges start at multiples of 8: take the one from `start`, write from offset - start
+            page.buffer._experimental_get_mapped_range(start, end - start)[offset - start: offset - start + view.nbytes] = view
         finally:
             page.buffer.unmap()
 

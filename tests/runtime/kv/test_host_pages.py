@@ -46,6 +46,18 @@ def test_a_page_filled_after_a_recorded_copy_does_not_change_what_that_copy_read
     assert np.array_equal(np.frombuffer(gpu.read(second), np.uint32), np.concatenate([old[:8], new[8:]]))
 
 
+def test_a_page_filled_at_an_offset_that_is_not_a_multiple_of_8_gets_exactly_those_bytes(gpu):
+    # mapped ranges must start at multiples of 8, and a q4 row of one 64-wide head is 36 bytes: a
+    # window refreshed from an odd row on failed with "Mapped offset must be a multiple of 8"
+    old, new = np.arange(64, dtype=np.uint32), np.arange(64, dtype=np.uint32) + 1000
+    page = gpu.host_page(old.nbytes)
+    gpu.fill_page(page, old)
+    gpu.fill_page(page, new[9:18], 36)
+    dst = gpu.buffer(old.nbytes)
+    gpu.stream(page, 0, dst, 0, old.nbytes)
+    assert np.array_equal(np.frombuffer(gpu.read(dst), np.uint32), np.concatenate([old[:9], new[9:18], old[18:]]))
+
+
 def test_a_page_refilled_without_submitting_its_recorded_copy_first_is_caught(gpu, monkeypatch):
     # mutation: `stream` forgets which encoder read the page, so `fill_page` does not flush first
     real = Gpu.stream
@@ -155,3 +167,18 @@ def test_a_backend_without_host_pages_streams_the_same_bits(gpu):
     got = _decode(gpu, plain, steps, np.random.default_rng(9), n_kv, hd, heads)
     assert plain.streamed_windows >= 10
     assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
+
+
+def test_a_q4_window_streamed_again_after_an_odd_row_was_appended_gives_the_resident_bits(gpu):
+    # q4 rows of one 64-wide head are 36 bytes: row 17 starts at a page offset of 4 mod 8, which
+    # mapping the page at that offset refused (the walk raised instead of streaming the window)
+    rng = np.random.default_rng(3)
+    kv = rng.standard_normal((18, 1, 64)).astype(np.float32)
+    resident = KVCache(gpu, 1, 1, 64, 32, mode="q4", window=8)
+    streamed = KVCache(gpu, 1, 1, 64, 32, mode="q4", window=8, vram_budget=2 * resident.slot_bytes)
+    for cache in (resident, streamed):
+        cache.append_host(0, kv[:17], kv[:17], 0)
+    _walks(gpu, streamed, 1, 2)  # every window gets a page
+    for cache in (resident, streamed):
+        cache.append_host(0, kv[17:], kv[17:], 17)
+    assert np.array_equal(_walks(gpu, streamed, 2, 2), _walks(gpu, resident, 1, 2))
