@@ -18,6 +18,40 @@ def test_upload_then_read_returns_the_same_bytes(gpu):
     assert np.array_equal(back.view(np.uint32), data.view(np.uint32))
 
 
+def test_reads_of_any_size_and_offset_return_those_bytes_through_the_kept_readback(gpu, monkeypatch):
+    import bonsai.gpu.device as device
+
+    data = np.random.default_rng(2).integers(0, 256, 300_000, dtype=np.uint8)
+    buf = gpu.upload(data)
+    for offset, n in ((0, 1), (4, 7), (1024, 70_000), (8, 299_992), (0, 300_000)):  # 70 KB grows the buffer
+        assert gpu.read(buf, n, offset) == data[offset: offset + n].tobytes()
+    monkeypatch.setattr(device, "READBACK_MAX", 64)  # larger reads take wgpu-py's own path
+    assert gpu.read(buf, 1000, 12) == data[12:1012].tobytes()
+
+
+def test_repeated_reads_make_no_buffer(gpu, monkeypatch):
+    # wgpu-py's queue.read_buffer makes a mappable buffer per read: with host pages filling that
+    # memory, each one cost the H200's driver a new block (36-46 ms a round trip; bench/NOTES.md)
+    buf = gpu.upload(np.arange(64, dtype=np.uint32))
+    gpu.read(buf)
+    gpu.wait()
+    made = []
+    real = type(gpu.device)._create_buffer
+    monkeypatch.setattr(type(gpu.device), "_create_buffer", lambda self, *a: made.append(a) or real(self, *a))
+    for _ in range(5):
+        gpu.read(buf)
+        gpu.wait()
+    assert made == []
+
+
+def test_reading_through_wgpu_py_s_read_buffer_is_caught(gpu, monkeypatch):
+    # mutation: read = queue.read_buffer (a temporary mappable buffer per read)
+    monkeypatch.setattr(type(gpu), "_read_submitted",
+                        lambda self, buf, size, offset: bytes(self.queue.read_buffer(buf, offset, size)))
+    with pytest.raises(AssertionError):
+        test_repeated_reads_make_no_buffer(gpu, monkeypatch)
+
+
 def test_write_at_offset_changes_only_that_range(gpu):
     buf = gpu.upload(np.zeros(16, np.uint32))
     gpu.write(buf, np.array([7, 8], np.uint32), offset=8)
