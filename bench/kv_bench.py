@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bonsai.gpu.device import Gpu
+from bonsai.kv import attention
 from bonsai.kv.modes import MODES
 from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
@@ -58,9 +59,12 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, placement: str, 
     dt = (time.perf_counter() - t0) / a.repeats / a.layers
     kv_bytes = cache.bytes_per_position() * a.context
     streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1) / a.layers
-    return {"kind": "attention", "mode": mode, "variant": variant, "window": window,
+    digest = hashlib.sha256(gpu.read(out)).hexdigest()
+    gpu.forget_bindings()  # cached bind groups hold this cache's buffers: free them before the next case
+    shown = f"{variant}{attention.BLOCK}" if cache._attention(a.heads).variant == "blocks" else variant
+    return {"kind": "attention", "mode": mode, "variant": shown, "block": attention.BLOCK, "window": window,
             "windows": placement if placement == "resident" else f"{placement} {a.budget_frac:g}",
-            "out_sha256": hashlib.sha256(gpu.read(out)).hexdigest(),
+            "out_sha256": digest,
             "slot_bytes": cache.slot_bytes, "streamed_bytes_per_call": streamed_bytes,
             "context": a.context, "seconds_per_call": dt, "cache_GBps": kv_bytes / dt / 1e9,
             "bytes_per_position": cache.bytes_per_position(), "residual_bytes": cache.residual_bytes(),
@@ -129,8 +133,9 @@ def bench_write_staged(gpu: Gpu, a: argparse.Namespace, chunk: int, threads: int
 
 def bench_host_pages(gpu: Gpu, a: argparse.Namespace, chunk: int) -> list[dict]:
     """Streaming from host pages (`Gpu.host_page`: host RAM the GPU copies from), as the KV cache
-    streams windows: pages filled once, then only GPU copies into VRAM. Two rounds over the same
-    pages: a page's first copy also pays the driver's first GPU access to that host memory."""
+    streams windows: pages filled once, then only GPU copies into VRAM, recorded in the open command
+    encoder as attention records them (one submit per round). Two rounds over the same pages: a
+    page's first copy also pays the driver's first GPU access to that host memory."""
     total = a.upload_mb << 20
     data = np.random.default_rng(1).integers(0, 2**32, total // 4, dtype=np.uint32)
     dst = gpu.buffer(total)
@@ -145,7 +150,6 @@ def bench_host_pages(gpu: Gpu, a: argparse.Namespace, chunk: int) -> list[dict]:
         t0 = time.perf_counter()
         for page, off in zip(pages, range(0, total, chunk), strict=True):
             gpu.stream(page, 0, dst, off, chunk)
-            gpu.flush()  # one submit per window, as attention streams them
         gpu.wait()
         dt = time.perf_counter() - t0
         ok = np.array_equal(np.frombuffer(gpu.read(dst, 1 << 20, total - (1 << 20)), np.uint32), data[-(1 << 18):])
@@ -172,12 +176,15 @@ def main() -> None:
     p.add_argument("--budget-frac", type=float, default=0.25, help="streamed: VRAM budget / cache size")
     p.add_argument("--label", default="", help="printed with the table (e.g. the code version)")
     p.add_argument("--variants", default="auto", help="comma-separated attention kernel variants")
+    p.add_argument("--block", type=int, nargs="+", default=[attention.BLOCK],
+                   help="positions per block of the blocks variant (each in turn)")
     p.add_argument("--placements", default="resident,streamed", help=f"comma-separated, of {', '.join(PLACEMENTS)}")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_bench.json"))
     a = p.parse_args()
     gpu = Gpu.create()
     rows = []
-    for window in a.window:
+    for window, block in [(w, b) for b in a.block for w in a.window]:
+        attention.BLOCK = block  # read when a cache builds its Attention
         for variant in a.variants.split(","):
             for mode in a.modes.split(","):
                 for placement in a.placements.split(","):
@@ -195,7 +202,7 @@ def main() -> None:
     print(f"attention: decode, {a.heads}/{a.kv_heads} heads, head_dim {a.head_dim}, context {a.context}, "
           f"{a.layers} layers per call, times per layer; "
           "MB from host = windows streamed per call; host GB/s = that / (time - resident time)")
-    print(f"{'window':>6} {'variant':<7} {'mode':<8} {'windows':<18} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} "
+    print(f"{'window':>6} {'variant':<8} {'mode':<8} {'windows':<18} {'ms/call':>9} {'cache GB/s':>10} {'B/pos/layer':>11} "
           f"{'bits/el':>7} {'vs resident':>11} {'vs f32':>7} {'MB from host':>12} {'host GB/s':>9} {'same bits':>9}")
     res = {(r["window"], r["variant"], r["mode"]): r["seconds_per_call"] for r in rows
            if r["kind"] == "attention" and r["windows"] == "resident"}
@@ -209,7 +216,7 @@ def main() -> None:
             extra = r["seconds_per_call"] - base
             rate = r["streamed_bytes_per_call"] / extra / 1e9 if r["streamed_bytes_per_call"] and extra > 0 else float("nan")
             same = bits.get((r["window"], r["variant"], r["mode"])) == r["out_sha256"]
-            print(f"{r['window']:>6} {r['variant']:<7} {r['mode']:<8} {r['windows']:<18} {r['seconds_per_call'] * 1e3:>9.3f} "
+            print(f"{r['window']:>6} {r['variant']:<8} {r['mode']:<8} {r['windows']:<18} {r['seconds_per_call'] * 1e3:>9.3f} "
                   f"{r['cache_GBps']:>10.3f} {r['bytes_per_position']:>11} {r['bits_per_element']:>7.2f} {rel:>11.2f} "
                   f"{f32:>7.2f} {r['streamed_bytes_per_call'] / 1e6:>12.1f} {rate:>9.2f} {str(same):>9}")
     print(f"upload: {a.upload_mb} MiB per path")
