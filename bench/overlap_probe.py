@@ -11,12 +11,12 @@ busy alone, both in each order, and the overlap: 1 - (both - max) / min (1 = ful
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+from results_file import write_results  # bench/, beside this script
 
 from bonsai.gpu.backend import Kernel
 from bonsai.gpu.device import Gpu
@@ -110,10 +110,7 @@ def main() -> None:
     for r in rows:
         print(f"{r['round']:>5} {r['order']:<18} {r['copies_ms']:>9.3f} {r['copy_GBps']:>6.1f} {r['busy_ms']:>8.3f} "
               f"{r['both_ms']:>8.3f} {r['sum_ms']:>7.3f} {r['overlap']:>7.2f}")
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"device": gpu.description, "args": vars(a), "verified": ok, "rows": rows}, indent=2))
-    print(f"wrote {out}")
+    write_results(a.out, {"device": gpu.description, "args": vars(a), "verified": ok, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ host pages: `queue.read_buffer`, and a copy into one MAP_READ buffer made at the
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 import wgpu
+from results_file import write_results  # bench/, beside this script
 
 from bonsai.gpu.device import Gpu
 
@@ -82,10 +82,7 @@ def main() -> None:
     print(f"{'stage':<28} {'read':<18} {'median ms':>9} {'min ms':>8}")
     for r in rows:
         print(f"{r['stage']:<28} {r['read']:<18} {r['median_ms']:>9.3f} {r['min_ms']:>8.3f}")
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"device": gpu.description, "args": vars(a), "verified": ok, "rows": rows}, indent=2))
-    print(f"wrote {out}")
+    write_results(a.out, {"device": gpu.description, "args": vars(a), "verified": ok, "rows": rows})
 
 
 if __name__ == "__main__":
