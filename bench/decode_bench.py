@@ -30,8 +30,8 @@ PROMPT = ("The history of the printing press begins in the fifteenth century, wh
 class _CountingQueue:
     """Wraps the device queue to count submits, writes and reads (the host round-trips per token).
 
-    `Gpu.read` copies into its kept readback buffer and submits that copy itself (counted here as a
-    submit, and as a read by `count_reads`); wgpu-py's `read_buffer` is only used for huge reads."""
+    `Gpu.read` records its copy into the kept readback buffer in the open encoder and submits it with
+    the step's work (a read is counted by `count_reads`); wgpu-py's `read_buffer` only for huge reads."""
 
     def __init__(self, queue):
         self._q, self.submits, self.writes, self.reads = queue, 0, 0, 0
@@ -54,13 +54,13 @@ class _CountingQueue:
 
 def count_reads(gpu, queue: _CountingQueue) -> None:
     """Count `Gpu.read`s (and `wait`s) as reads: they go through the kept readback buffer."""
-    real = gpu._read_submitted
+    real = gpu._read_after_recorded
 
     def counted(*a, **k):
         queue.reads += 1
         return real(*a, **k)
 
-    gpu._read_submitted = counted
+    gpu._read_after_recorded = counted
 
 
 def count_passes(gpu):
@@ -114,7 +114,7 @@ def bench_gpu(a, ids):
     engine.reset()
     q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
     passes = count_passes(engine.gpu)
-    if hasattr(engine.gpu, "_read_submitted"):
+    if hasattr(engine.gpu, "_read_after_recorded"):
         count_reads(engine.gpu, q)
     engine.prefill(ids, want="token")
     tok = engine.model.read_token()

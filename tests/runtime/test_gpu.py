@@ -46,10 +46,23 @@ def test_repeated_reads_make_no_buffer(gpu, monkeypatch):
 
 def test_reading_through_wgpu_py_s_read_buffer_is_caught(gpu, monkeypatch):
     # mutation: read = queue.read_buffer (a temporary mappable buffer per read)
-    monkeypatch.setattr(type(gpu), "_read_submitted",
-                        lambda self, buf, size, offset: bytes(self.queue.read_buffer(buf, offset, size)))
+    monkeypatch.setattr(type(gpu), "_read_after_recorded",
+                        lambda self, buf, size, offset: self.flush() or bytes(self.queue.read_buffer(buf, offset, size)))
     with pytest.raises(AssertionError):
         test_repeated_reads_make_no_buffer(gpu, monkeypatch)
+
+
+def test_a_read_after_recorded_work_submits_once(gpu, monkeypatch):
+    # the copy into the readback buffer rides in the encoder of the recorded work: one submit per read
+    buf = gpu.buffer(64)
+    gpu.copy(gpu.upload(np.arange(16, dtype=np.uint32)), 0, buf, 0, 64)  # recorded, not submitted
+    submits = []
+    real = type(gpu.queue).submit
+    monkeypatch.setattr(type(gpu.queue), "submit", lambda self, cmds: submits.append(len(cmds)) or real(self, cmds))
+    assert np.frombuffer(gpu.read(buf), np.uint32).tolist() == list(range(16))
+    # the recorded work with the copy, then the empty command buffer wgpu-py submits before mapping
+    # a MAP_READ buffer; copying in an encoder of its own after a flush makes that three
+    assert len(submits) == 2
 
 
 def test_write_at_offset_changes_only_that_range(gpu):

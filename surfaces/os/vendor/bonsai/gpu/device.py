@@ -226,22 +226,24 @@ class Gpu:
         0.17 ms with 64 MiB of pages (`bench/readback_probe.py`).
         """
         self._untaped()
-        self.flush()
-        return self._read_submitted(buf, buf.size - offset if nbytes is None else nbytes, offset)
+        return self._read_after_recorded(buf, buf.size - offset if nbytes is None else nbytes, offset)
 
-    def _read_submitted(self, buf: Any, size: int, offset: int) -> bytes:
-        """`size` bytes of `buf` from `offset`, after everything submitted so far."""
+    def _read_after_recorded(self, buf: Any, size: int, offset: int) -> bytes:
+        """`size` bytes of `buf` from `offset`, after everything recorded so far: the copy into the
+        readback buffer goes into the open encoder, so the read costs one submit, not two."""
         span = round_up(size, 4)
-        if span == 0:
-            return b""
         if span > READBACK_MAX:
+            self.flush()
             return bytes(self.queue.read_buffer(buf, offset, span))[:size]
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
         rb = self._readback
-        encoder = self.device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(buf, offset, rb, 0, span)
-        self.queue.submit([encoder.finish()])
+        if span:
+            self._end_pass()
+            self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
+        self.flush()
+        if span == 0:
+            return b""
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
         try:
             return bytes(rb.read_mapped(0, span))[:size]
@@ -260,10 +262,9 @@ class Gpu:
 
     def wait(self) -> None:
         """Block until the queue is idle (wgpu 0.32's on_submitted_work_done_sync is broken)."""
-        self.flush()
         if not hasattr(self, "_sync_buf"):
             self._sync_buf = self.buffer(16)
-        self._read_submitted(self._sync_buf, 4, 0)
+        self._read_after_recorded(self._sync_buf, 4, 0)
 
     # ---- kernels ------------------------------------------------------------------------
     def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
