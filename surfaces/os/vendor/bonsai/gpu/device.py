@@ -232,18 +232,18 @@ class Gpu:
         """`size` bytes of `buf` from `offset`, after everything recorded so far: the copy into the
         readback buffer goes into the open encoder, so the read costs one submit, not two."""
         span = round_up(size, 4)
+        if span == 0:
+            self.flush()
+            return b""
         if span > READBACK_MAX:
             self.flush()
             return bytes(self.queue.read_buffer(buf, offset, span))[:size]
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
         rb = self._readback
-        if span:
-            self._end_pass()
-            self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
+        self._end_pass()
+        self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
         self.flush()
-        if span == 0:
-            return b""
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
         try:
             return bytes(rb.read_mapped(0, span))[:size]
