@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.resources
 
 import numpy as np
 import pytest
+from source_imports import imported_top_names  # tests/
 
 from bonsai.ops import matmul as mm
 from bonsai.ops.host import interleave_rows_reference
@@ -37,24 +37,14 @@ def test_interleave_rejects_bytes_that_do_not_split_into_equal_rows():
         mm.interleave_rows(bytes(20), 3)
 
 
-def _imports(source: str) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
 @pytest.mark.parametrize("name", OP_MODULES)
 def test_op_module_imports_no_numpy_anywhere(name):
     """bonsai-sync copies the static import closure, so even a function-local import would count."""
     source = importlib.resources.files("bonsai.ops").joinpath(f"{name}.py").read_text()
-    assert "numpy" not in _imports(source)
+    assert "numpy" not in imported_top_names(source)
 
 
 def test_import_scan_sees_a_function_local_numpy_import():
     """Mutation: the scan above must catch `import numpy` hidden inside a function."""
-    assert "numpy" in _imports("def f():\n    import numpy as np\n    return np\n")
-    assert "numpy" in _imports("def f():\n    from numpy import zeros\n")
+    assert "numpy" in imported_top_names("def f():\n    import numpy as np\n    return np\n")
+    assert "numpy" in imported_top_names("def f():\n    from numpy import zeros\n")

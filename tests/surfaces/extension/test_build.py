@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import zipfile
 from pathlib import Path
 
 import pytest
+from source_imports import imported_top_names  # tests/
 
 from bonsai_sync.build_extension import build_extension
 from bonsai_sync.errors import UsageError
@@ -39,16 +39,6 @@ def test_missing_pyodide_names_the_fetch_script(tmp_path: Path):
         build_extension(REPO, tmp_path / "dist", pyodide_dir=tmp_path / "nowhere", closure_dir=tmp_path)
 
 
-def _imported_names(source: str) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
 def test_closure_has_no_numpy_or_wgpu(extension_zip: Path):
     """Every Python file the page can import, at any nesting, imports neither numpy nor wgpu."""
     with zipfile.ZipFile(extension_zip) as zf:
@@ -56,7 +46,7 @@ def test_closure_has_no_numpy_or_wgpu(extension_zip: Path):
         offenders = {
             name: sorted(found)
             for name in names if name.startswith("python/") and name.endswith(".py")
-            if (found := _imported_names(zf.read(name).decode()) & {"numpy", "wgpu"})
+            if (found := imported_top_names(zf.read(name).decode()) & {"numpy", "wgpu"})
         }
     assert offenders == {}
     assert {"python/bonsai/gpu/browser.py", "python/bonsai/engine/engine.py", "python/bonsai/kv/cache.py",
