@@ -217,7 +217,7 @@ def main() -> None:
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=None,
                    help="submit every N layers (0: once per step; default: the engine's)")
-    p.add_argument("--variant", default="auto", help="attention kernel variant: auto, wide, split, serial, blocks")
+    p.add_argument("--variant", default="auto", help="attention kernel variant: auto, serial, blocks")
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))

@@ -6,6 +6,7 @@ every window size of the case is recorded into one batch and read back once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,16 @@ from .reference import reference
 from .rotate import hadamard
 
 GQA_SHAPES = ((4, 4), (8, 4), (9, 3), (16, 2))
-REL_TOL = dict.fromkeys(MODES, 1e-5)  # against fp64 over the values the kernel reads
+
+
+def rel_tol(kv_len: int) -> float:
+    """Allowed error against fp64 over the values the kernel reads (max |err| / max |ref|).
+
+    The fold sums l and acc in f32 one position at a time, so rounding error grows with the number of
+    positions, like sqrt(n) for random data: 1e-5 up to 64 positions, 1e-5 * sqrt(n / 64) beyond (at
+    6,149 positions, 9.8e-5; the serial kernel measured 1.5-1.8e-5 there, the blocks one 2e-6).
+    """
+    return 1e-5 * max(1.0, math.sqrt(kv_len / 64))
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class CaseResult:
 
     @property
     def ok(self) -> bool:
-        return not self.mismatched and self.rel_err <= REL_TOL[self.case.mode]
+        return not self.mismatched and self.rel_err <= rel_tol(self.case.kv_len)
 
     def describe(self) -> str:
         bits = "bits equal" if not self.mismatched else f"bits differ at window sizes {self.mismatched[:8]}"
@@ -159,6 +169,25 @@ def run_matrix(gpu: Any, cases: list[Case], window_sizes: list[int] | None = Non
     params = ParamCache(gpu, limit=1 << 16)
     return [run_case(gpu, c, window_sizes or list(range(1, c.kv_len + 1)), mutations, params, 0, variant)
             for c in cases]
+
+
+# Long caches at the default model's shapes (SmolLM2-135M: 9 query heads over 3 KV heads, head_dim
+# 64): three default-size (2,048-position) windows and a few positions of a fourth, so one fold runs
+# far past lavapipe's loop budget unless the driver cuts it (attention.LOOP_BUDGET).
+LONG_KV_LEN = 3 * 2048 + 5
+LONG_WINDOWS = [2048, 700]
+LONG_MODES = ("f32", "q4", "q4res")
+
+
+def long_cases(modes: tuple[str, ...] = LONG_MODES, prefill: int = 16) -> list[Case]:
+    """The model's shapes over LONG_KV_LEN positions: decode and a causal prefill block, per mode."""
+    return [Case(9, 3, 64, mode, LONG_KV_LEN, n_q) for mode in modes for n_q in (1, prefill)]
+
+
+def run_long(gpu: Any, cases: list[Case], variant: str = "auto") -> list[CaseResult]:
+    """Each long case against the whole cache in one window, the default window and LONG_WINDOWS[1]."""
+    params = ParamCache(gpu, limit=1 << 16)
+    return [run_case(gpu, c, LONG_WINDOWS, NO_MUTATIONS, params, 0, variant) for c in cases]
 
 
 def mutation_cases(kv_len: int = 64, prefill: int = 16) -> list[Case]:

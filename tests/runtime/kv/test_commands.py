@@ -13,10 +13,15 @@ from bonsai.kv import attention, exactness, measure
 from bonsai.kv.measure import TooCleanError, check_not_too_clean, synthetic
 
 
-def test_verify_attention_passes_and_lists_every_mutation(gpu):
+def test_verify_attention_passes_and_lists_every_mutation(gpu, monkeypatch):
+    # the long cases, shortened to one past the serial kernel's per-dispatch span (test_long_attention
+    # runs the real ones): the command must run them through the same cut
+    monkeypatch.setattr(exactness, "long_cases", lambda: [exactness.Case(9, 3, 64, "f32", 1001, 2)])
     result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "12", "--prefill", "4"])
     assert result.exit_code == 0, result.output
     assert "attention: all checks passed" in result.output
+    assert "ok   f32 heads 9/3 hd 64 kv 1001 prefill2: bits equal" in result.output
+    assert "one fold dispatch covers at most" in result.output
     for name in ("drop_boundary", "overlap", "normalise_each_window", "pos_base_zero", "gqa_modulo",
                  "causal_plus_one"):
         assert f"ok   mutation {name}: caught" in result.output
@@ -25,7 +30,7 @@ def test_verify_attention_passes_and_lists_every_mutation(gpu):
 def test_verify_attention_exits_1_when_windows_drop_positions(gpu, monkeypatch):
     broken = functools.partial(attention.split, mutations=attention.Mutations(drop_boundary=True))
     monkeypatch.setattr(exactness, "split", lambda n, w, mutations=None: broken(n, w))
-    result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "8", "--prefill", "2"])
+    result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "8", "--prefill", "2", "--no-long"])
     assert result.exit_code == 1
     assert "FAIL f32 heads 4/4 hd 64 kv 8 decode: bits differ at window sizes" in result.output
 

@@ -83,6 +83,6 @@ def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
 
     assert ok()
     k = _compile(gpu, "rope.wgsl", "let pos = f32(p[5] + t);", "let pos = f32(p[5] + t + 1u);",
-                 WG=rp.WG, NEOX=False, QK_NORM=False)
+                 WG=rp.WG, NEOX=False, QK_NORM=False, HEAD_DIM=64)
     monkeypatch.setattr(gpu, "kernel", lambda *a, **kw: k)
     assert not ok()

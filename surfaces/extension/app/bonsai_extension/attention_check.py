@@ -2,7 +2,7 @@
 
 Drives `bonsai.kv.attention.Attention` itself (the same driver and `.wgsl` kernels the native cache
 uses; it is pure Python) over random K/V rows uploaded with `array`/`struct`. The invariant under
-test, from attention.wgsl: positions are folded one at a time in increasing order and the state
+test, from attention_serial.wgsl: positions are folded one at a time in increasing order and the state
 lives in an f32 buffer between dispatches, so any split into windows performs the same f32
 operations in the same order as one whole-cache window; the outputs' raw bits must be equal.
 
@@ -24,7 +24,7 @@ from typing import Any
 from bonsai.kv.attention import Attention, Mutations, Window, split
 
 MUTATIONS = ("", "drop_boundary", "normalise_each_window")
-VARIANTS = ("wide", "serial", "blocks")  # every kernel the runtime may pick; each must keep the invariant
+VARIANTS = ("serial", "blocks")  # every kernel the runtime may pick; each must keep the invariant
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def _rows(rng: random.Random, case: Case) -> array:
 
 
 def run_case(gpu: Any, case: Case, window_sizes: list[int], seed: int, mutate: str = "",
-             variant: str = "wide") -> dict:
+             variant: str = "serial") -> dict:
     """Whole cache vs every window size (all recorded in one batch, read back once)."""
     rng = random.Random(f"{seed}/{case}")
     q = gpu.upload(array("f", (rng.gauss(0.0, 2.0) for _ in range(case.n_q * case.n_heads * case.head_dim))))
@@ -108,7 +108,7 @@ def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
             cases.append(run_case(gpu, case, sizes, seed, mutate, variant))
     return {
         "ok": not any(c["mismatched"] for c in cases),
-        "kernels": ["bonsai.kv/attention.wgsl", "bonsai.kv/attention_serial.wgsl", "bonsai.kv/attention_blocks.wgsl",
+        "kernels": ["bonsai.kv/attention_serial.wgsl", "bonsai.kv/attention_blocks.wgsl",
                     "bonsai.kv/merge_blocks.wgsl", "bonsai.kv/finalize.wgsl"],
         "mutate": mutate,
         "cases": cases,
