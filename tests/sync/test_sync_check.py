@@ -81,8 +81,8 @@ def test_check_from_a_real_subprocess_exits_1(scenario):
 
 
 def test_check_surface_interface_for_other_tools(scenario):
-    from bonsai_sync.check import check_surface
     from bonsai_sync.config import load
+    from bonsai_sync.freshness import check_surface
 
     repo = _synced(scenario)
     config = load(repo.root)
