@@ -72,3 +72,33 @@ def scenario(tmp_path: Path):
 def repo_at():
     """`repo_at(path)` -> a Repo over an existing tree (for repos built by the test itself)."""
     return Repo
+
+
+SURFACE = """[tool.bonsai-sync]
+source = ["src"]
+
+[tool.bonsai-sync.surfaces.app]
+dest = "out/vendor"
+entry = ["app.main"]
+"""
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path):
+    """`make_repo({"src/app/main.py": "...", ...}, extra="exclude = [...]")` -> a Repo holding those
+    files and a pyproject.toml with one surface `app` (entry app.main, dest out/vendor) plus `extra`
+    lines in its table; `src/app/__init__.py` is added when not given."""
+
+    def make(files: dict[str, str | bytes], extra: str = "", name: str = "repo") -> Repo:
+        root = tmp_path / name
+        repo = Repo(root)
+        files = {"src/app/__init__.py": "", **files}
+        for rel, body in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(body if isinstance(body, bytes) else body.encode())
+        if not (root / "pyproject.toml").exists():
+            repo.write("pyproject.toml", SURFACE + extra)
+        return repo
+
+    return make
