@@ -16,10 +16,9 @@ from .options import format_option, surface_option, verify_import_option
 def _shown(path: object, root: Path | None) -> str:
     text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
     if root is not None and os.path.isabs(text):
-        try:
-            return Path(text).resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            pass
+        base = os.path.abspath(root)
+        if os.path.commonpath([base, text]) == base:
+            return Path(os.path.relpath(text, base)).as_posix()  # never resolve: the path may be a loop
     return text
 
 

@@ -67,14 +67,13 @@ class ModuleIndex:
 
     def find(self, name: str) -> ModuleInfo | None:
         """The module called `name`, or None when no source root provides it."""
-        parts = name.split(".")
-        # resolve ancestors first, iteratively: deep package trees must not recurse
-        for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            if prefix not in self._found:
-                self._found[prefix] = self._search(prefix)
-            if self._found[prefix] is None:
-                return None
+        if name in self._found:
+            return self._found[name]
+        todo = [name]  # resolve unknown ancestors first, iteratively: package trees may be deep
+        while "." in todo[-1] and todo[-1].rpartition(".")[0] not in self._found:
+            todo.append(todo[-1].rpartition(".")[0])
+        for prefix in reversed(todo):
+            self._found[prefix] = self._search(prefix)
         return self._found[name]
 
     def _search(self, name: str) -> ModuleInfo | None:
@@ -107,7 +106,7 @@ class ModuleIndex:
 
     def _info(self, name: str, file: Path | None, dirs: tuple[Path, ...]) -> ModuleInfo:
         anchor = file if file is not None else dirs[0]
-        root = next(r for r in self.roots if r in anchor.parents)
+        root = next(r for r in self.roots if anchor.is_relative_to(r) and anchor != r)
         return ModuleInfo(name, file, root, anchor.relative_to(root).as_posix(), dirs)
 
     def submodules(self, name: str, recursive: bool) -> list[str]:

@@ -40,7 +40,7 @@ def read(dest: Path) -> dict[str, PlannedFile] | None:
                                    bool(e.get("executable", False)))
             for e in data.get("file", [])
         }
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise FatalError(f"{path}: unreadable lock ({exc}); run `bonsai-sync sync --force` to rewrite it") from None

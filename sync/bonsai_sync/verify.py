@@ -56,30 +56,35 @@ def first_party_names(roots: list[Path]) -> set[str]:
 def find(paths: tuple[str, ...], name: str) -> str | None:
     """How `name` imports from `paths` alone, by CPython's FileFinder without caches:
     "regular" (a module or a package with __init__.py), "namespace", or None (it does not)."""
-    search: list[str] = list(paths)
-    kind = None
-    for i in range(name.count(".") + 1):
-        portions: list[str] = []
-        spec = None
-        for place in search:
-            spec = machinery.FileFinder(place, *_LOADERS).find_spec(".".join(name.split(".")[: i + 1]))
-            if spec is not None and spec.loader is not None:
-                break
-            if spec is not None:
-                portions.extend(spec.submodule_search_locations or [])
-            spec = None
-        if spec is None and not portions:
-            return None
-        kind = "regular" if spec is not None else "namespace"
-        search = list(spec.submodule_search_locations or []) if spec is not None else portions
-    return kind
+    return _locate(paths, name)[0]
+
+
+@functools.cache
+def _locate(paths: tuple[str, ...], name: str) -> tuple[str | None, tuple[str, ...]]:
+    """(kind, where its submodules are searched) for `name`, one package level at a time."""
+    parent, _, last = name.rpartition(".")
+    if parent:
+        kind, search = _locate(paths, parent)
+        if kind is None:
+            return None, ()
+    else:
+        search = paths
+    portions: list[str] = []
+    for place in search:
+        spec = machinery.FileFinder(place, *_LOADERS).find_spec(name)
+        if spec is not None and spec.loader is not None:
+            return "regular", tuple(spec.submodule_search_locations or ())
+        if spec is not None:
+            portions.extend(spec.submodule_search_locations or [])
+    return ("namespace", tuple(portions)) if portions else (None, ())
 
 
 def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) -> list[Diagnostic]:
     """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it."""
     problems = []
     allowed = set(sys.stdlib_module_names) | {"__future__"}
-    kind_in = functools.lru_cache(maxsize=None)(find)
+    _locate.cache_clear()
+    kind_in = find
     tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
     for path in walk_files(tree):
         rel = path.relative_to(tree)

@@ -20,6 +20,9 @@ def stage(root: Path, plan: Plan, lock_text: str) -> Path:
     dest = root / plan.dest
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
         raise FatalError(f"{plan.dest}: exists and is not a directory; bonsai-sync only replaces a folder it wrote")
+    for parent in dest.parents:
+        if parent.exists() and not parent.is_dir():
+            raise FatalError(f"{parent.relative_to(root).as_posix()}: is a file, and the dest {plan.dest} needs a folder there")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tree = Path(tempfile.mkdtemp(prefix=new_name(dest), dir=dest.parent))
     try:

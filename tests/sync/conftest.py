@@ -16,6 +16,14 @@ from bonsai_sync.cli import main
 SCENARIOS = Path(__file__).parent / "scenarios"
 
 
+def child_env() -> dict[str, str]:
+    """The environment for a subprocess that must import this very bonsai_sync (not another install)."""
+    import bonsai_sync
+
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            "PYTHONPATH": str(Path(bonsai_sync.__file__).resolve().parents[1])}
+
+
 class Repo:
     """A scenario copied into a temporary directory."""
 
@@ -27,13 +35,12 @@ class Repo:
         return CliRunner().invoke(main, ["--root", str(self.root), *args], catch_exceptions=False)
 
     def run_process(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run the CLI as a real `python -m bonsai_sync` subprocess."""
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        """Run the CLI as a real `python -m bonsai_sync` subprocess (of the bonsai_sync under test)."""
         return subprocess.run(
             [sys.executable, "-m", "bonsai_sync", "--root", str(self.root), *args],
             capture_output=True,
             text=True,
-            env=env,
+            env=child_env(),
             timeout=120,
         )
 
@@ -66,6 +73,12 @@ def scenario(tmp_path: Path):
         return Repo(root)
 
     return copy
+
+
+@pytest.fixture(name="child_env")
+def child_env_fixture():
+    """`child_env()` -> the environment for a subprocess importing this bonsai_sync."""
+    return child_env
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ _HINTS = ("import_module", "__import__", "importlib", "iter_modules", "walk_pack
 _OPEN_HINTS = ("globals()", "locals()", "vars()", "sys.modules[")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 TARGET = (sys.version_info[0], sys.version_info[1])
+_RECURSION = 12_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ def scan(text: str, target: tuple[int, int] = TARGET) -> Facts:
     error = cpython_syntax_error(text)
     if error is not None:
         return Facts(problems=(error,))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION))  # libcst recurses per nesting level (a.b.c... included)
     try:
         module = cst.parse_module(text)
         walker = _Walker(cst, any(hint in text for hint in _HINTS), target)
@@ -47,6 +50,8 @@ def scan(text: str, target: tuple[int, int] = TARGET) -> Facts:
     except (cst.ParserSyntaxError, RecursionError) as exc:
         what = "too deeply nested to scan" if isinstance(exc, RecursionError) else f"libcst cannot parse it: {exc.message}"
         return Facts(problems=(Problem("syntax", what, 1, 1),))
+    finally:
+        sys.setrecursionlimit(limit)
     made = [make(*where[id(node)]) for node, make in walker.pending]
     return Facts(
         imports=tuple(f for f in made if isinstance(f, ImportFact)),
