@@ -39,6 +39,9 @@ def check_staged(root: Path, names: tuple[str, ...], fmt: str, wait: float) -> i
         if listed:
             _git(root, "checkout-index", "-z", "--stdin", f"--prefix={folder}/", data=listed)
         staged_root = top / prefix
+        if not (staged_root / "pyproject.toml").is_file():  # not committed yet: the working tree's config
+            staged_root.mkdir(parents=True, exist_ok=True)
+            (staged_root / "pyproject.toml").write_text(config.text, encoding="utf-8")
         for source in config.source:
             (staged_root / source).mkdir(parents=True, exist_ok=True)
         ws = Workspace(staged_root, cache_root=root)
