@@ -11,7 +11,7 @@ from . import __version__
 
 CACHE_DIR = ".bonsai-sync-cache"
 # bump when the scanner's output changes shape or meaning, so old facts are not reused
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "2"
 
 
 class Store:

@@ -24,11 +24,13 @@ class ImportFact:
     type_checking: bool = False
     # import_module(name, package="a"): the literal anchor for a relative name; None = this package
     package: str | None = None
+    # under an `if` the scan cannot decide (`if sys.platform == "win32":`, `if has_simplejson:`)
+    conditional: bool = False
 
     @property
     def required(self) -> bool:
-        """Runs when the module is imported and fails the import if it does not resolve."""
-        return not (self.in_function or self.optional or self.type_checking)
+        """Runs whenever the module is imported, and fails that import if it does not resolve."""
+        return not (self.in_function or self.optional or self.type_checking or self.conditional)
 
 
 @dataclass(frozen=True)

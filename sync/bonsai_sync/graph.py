@@ -21,8 +21,10 @@ COPIED = {"module", "package", "compiled", "resource", "stub", "metadata", "lice
 
 
 def how(fact: ImportFact) -> str:
-    """How an import site runs, for `why`: "" (at import time), "optional", "in a function"."""
-    return "optional" if fact.optional else ("in a function" if fact.in_function else "")
+    """How an import site runs, for `why`: "" (at import time), "optional", "in a function", "conditional"."""
+    if fact.optional or fact.in_function:
+        return "optional" if fact.optional else "in a function"
+    return "conditional" if fact.conditional else ""
 
 
 class GraphBuilder:
@@ -140,6 +142,10 @@ class GraphBuilder:
                 self.error(info, fact.line, fact.col, f"relative import beyond the top-level package {info.name.split('.')[0]!r}")
             return
         top = name.split(".")[0]
+        pattern = self.excluded(name)
+        if pattern is not None and self.index.find(top) is None:
+            self._excluded(info, name, None, fact, pattern)  # a name the surface does without
+            return
         if top in self.allowed:
             self.third_party.add(top)
             self.outside(info, top, "third-party", fact)
@@ -175,9 +181,7 @@ class GraphBuilder:
         a required import of one is an error at its site, an optional one is fine."""
         pattern = self.excluded(target.name)
         if pattern is not None:
-            self.outside(info, target.name, "excluded", fact, target.file)
-            if fact.required:
-                self.error(info, fact.line, fact.col, f"imports {target.name!r}, which `exclude` leaves out ({pattern!r}); make the import optional (try/except ImportError, or inside a function) or drop the pattern")
+            self._excluded(info, target.name, target.file, fact, pattern)
             return False
         if target.compiled and self.surface.compiled == "forbid" and target.file is not None:
             self.outside(info, target.name, "compiled (left out)", fact, target.file)
@@ -185,6 +189,11 @@ class GraphBuilder:
                 self.error(info, fact.line, fact.col, f"imports {target.name!r}, a compiled module ({self.where(target.file)}), and [{self.table}] has compiled = \"forbid\"")
             return False
         return True
+
+    def _excluded(self, info: ModuleInfo, name: str, path: Path | None, fact: ImportFact, pattern: str) -> None:
+        self.outside(info, name, "excluded", fact, path)
+        if fact.required:
+            self.error(info, fact.line, fact.col, f"imports {name!r}, which `exclude` leaves out ({pattern!r}); make the import optional (try/except ImportError, or inside a function) or drop the pattern")
 
     def _resource(self, info: ModuleInfo, fact: ResourceFact) -> None:
         assert info.file is not None

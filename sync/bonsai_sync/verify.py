@@ -100,14 +100,14 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) ->
             line, col = (exc.lineno or 1, exc.offset or 1) if isinstance(exc, SyntaxError) else (1, 1)
             problems.append(Diagnostic(shown, line, col, f"syntax error: {getattr(exc, 'msg', exc)}"))
             continue
-        for node, names, in_function in imports_of(module, list(rel.parent.parts), rules.python, data):
+        for node, names, lazy in imports_of(module, list(rel.parent.parts), rules.python, data):
             for name in names:
                 top = name.split(".")[0]
-                if top in rules.third_party or top not in rules.first_party:
+                if rules.excluded(name):
+                    message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
+                elif top in rules.third_party or top not in rules.first_party:
                     ok = top in rules.third_party or top in allowed
                     message = None if ok else f"imports {name!r}, a third-party name not allowed for this surface"
-                elif rules.excluded(name):
-                    message = None if in_function else f"imports {name!r} when it loads, and `exclude` leaves it out"
                 else:
                     message = _missing(name, lambda n: kind_in(tree_paths, n), lambda n: kind_in(source_paths, n))
                 if message:

@@ -82,7 +82,7 @@ def import_entries(tree: Path, shown: str, entries: tuple[str, ...], third_party
         args = {"tree": str(tree), "third_party": folder, "entries": list(entries),
                 "first_party": sorted(set(first_party) - set(third_party)), "missing": sorted(missing)}
         proc = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300
+            [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300
         )
     if proc.returncode != 0:
         return [f"{shown}: the import check crashed: {proc.stderr.strip()[-500:]}"], warnings

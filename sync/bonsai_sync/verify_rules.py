@@ -14,7 +14,7 @@ Site = tuple[ast.stmt | ast.Call, list[str], bool]
 
 
 def imports_of(module: ast.Module, package: list[str], python: tuple[int, int], data: bytes) -> Iterator[Site]:
-    """(node, [absolute module names], inside a function) for every runtime import, literal
+    """(node, [absolute module names], lazy: in a function or under an undecided `if`) for every runtime import, literal
     `importlib.import_module("x")` / `__import__("x")` calls included."""
     reader = _Reader(package, python)
     yield from reader.body(module.body, False)
@@ -61,42 +61,43 @@ class _Reader:
         self.python = python
         self.known: dict[str, bool] = {}
 
-    def body(self, body: list[ast.stmt], in_function: bool) -> Iterator[Site]:
+    def body(self, body: list[ast.stmt], lazy: bool) -> Iterator[Site]:
         for node in body:
             if isinstance(node, ast.Import):
-                yield node, [a.name for a in node.names], in_function
+                yield node, [a.name for a in node.names], lazy
             elif isinstance(node, ast.ImportFrom):
                 base = _absolute(node.module or "", node.level, self.package)
-                yield node, [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"], in_function
+                yield node, [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"], lazy
             elif isinstance(node, ast.If):
-                yield from self.if_(node, in_function)
+                yield from self.if_(node, lazy)
             elif isinstance(node, ast.Try | ast.TryStar):
                 if not any(_catches_import_error(h) for h in node.handlers):
-                    yield from self.body(node.body, in_function)
+                    yield from self.body(node.body, lazy)
                 for handler in node.handlers:
-                    yield from self.body(handler.body, in_function)
-                yield from self.body(node.orelse + node.finalbody, in_function)
+                    yield from self.body(handler.body, lazy)
+                yield from self.body(node.orelse + node.finalbody, lazy)
             elif isinstance(node, ast.Match):
                 for case in node.cases:
-                    yield from self.body(case.body, in_function)
+                    yield from self.body(case.body, lazy)
             else:
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                     decided = self.decide(node.value)
-                    if decided is not None and not in_function:
+                    if decided is not None and not lazy:
                         self.known[node.targets[0].id] = decided
-                inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                inner = lazy or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
                 yield from self.body(getattr(node, "body", []), inner)
                 yield from self.body(getattr(node, "orelse", []), inner)
 
-    def if_(self, node: ast.If, in_function: bool) -> Iterator[Site]:
+    def if_(self, node: ast.If, lazy: bool) -> Iterator[Site]:
         if "TYPE_CHECKING" in ast.unparse(node.test).split("."):
-            yield from self.body(node.orelse, in_function)
+            yield from self.body(node.orelse, lazy)
             return
         live = self.decide(node.test)
+        lazy = lazy or live is None
         if live is not False:
-            yield from self.body(node.body, in_function)
+            yield from self.body(node.body, lazy)
         if live is not True:
-            yield from self.body(node.orelse, in_function)
+            yield from self.body(node.orelse, lazy)
 
     def decide(self, test: ast.expr) -> bool | None:
         """A `sys.version_info` test decided for the target Python, or None."""

@@ -97,7 +97,8 @@ class CallFinder(cst.CSTVisitor):
         ctx = self.ctx
 
         def make(line: int, col: int) -> ImportFact:
-            return ImportFact(module, names, level, line, col, kind, ctx.in_function, ctx.optional, ctx.type_checking, package)
+            return ImportFact(module, names, level, line, col, kind, ctx.in_function, ctx.optional, ctx.type_checking,
+                              package, ctx.conditional)
 
         self.walker.add(node, make)
 

@@ -26,6 +26,8 @@ class _Ctx:
     in_class: bool = False
     optional: bool = False
     type_checking: bool = False
+    # under an `if` whose test the scan cannot decide
+    conditional: bool = False
     # names a `for NAME in ("a", "b"):` around this statement binds to string literals
     loops: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
@@ -136,15 +138,16 @@ class _Walker:
 
         guarded = _names(stmt.test) == {"TYPE_CHECKING"}
         live = None if guarded else decide(stmt.test, self.target, self.aliases, self.known)
+        branch = ctx if live is not None or guarded else replace(ctx, conditional=True)
         if live is not False:
-            self.suite(stmt.body, replace(ctx, type_checking=True) if guarded else ctx)
+            self.suite(stmt.body, replace(ctx, type_checking=True) if guarded else branch)
         if live is True:
             return
         orelse = stmt.orelse
         if isinstance(orelse, self.cst.If):
-            self.compound(orelse, ctx)
+            self.compound(orelse, branch)
         elif orelse is not None:
-            self.suite(orelse.body, ctx)
+            self.suite(orelse.body, branch)
 
     def small(self, stmt: Any, ctx: _Ctx) -> None:
         cst = self.cst
@@ -239,7 +242,8 @@ class _Walker:
 def _fact(module: str, names: tuple[str, ...], level: int, kind: str, ctx: _Ctx, package: str | None = None):
     def make(line: int, col: int) -> ImportFact:
         return ImportFact(
-            module, names, level, line, col, kind, ctx.in_function, ctx.optional, ctx.type_checking, package
+            module, names, level, line, col, kind, ctx.in_function, ctx.optional, ctx.type_checking, package,
+            ctx.conditional,
         )
 
     return make
