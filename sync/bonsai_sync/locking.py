@@ -17,10 +17,19 @@ class BusyError(FatalError):
 
 @contextlib.contextmanager
 def surface_lock(folder: Path, name: str, exclusive: bool, timeout: float) -> Iterator[None]:
-    """Hold `folder/<name>.lock` (exclusive to write, shared to read), waiting up to `timeout` seconds."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Hold `folder/<name>.lock` (exclusive to write, shared to read), waiting up to `timeout` seconds.
+    A reader on a read-only checkout, where no lock file can be made, goes ahead without one."""
+    from .cache import ensure_folder
+
     path = folder / f"{name}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        ensure_folder(folder)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        if exclusive:
+            raise
+        yield
+        return
     try:
         deadline = time.monotonic() + timeout
         while not _try_lock(fd, exclusive):

@@ -41,3 +41,11 @@ def test_a_declared_third_party_name_is_not_copied_from_a_source_root(make_repo)
     result = repo.run("sync")
     assert (result.exit_code, result.stderr) == (0, "")
     assert repo.listing("out/vendor") == ["app/__init__.py", "app/main.py", "bonsai-sync.lock"]
+
+
+def test_an_import_under_an_undecided_if_may_be_excluded(make_repo):
+    repo = make_repo({**FILES, "src/app/main.py": 'import sys\nif sys.platform == "emscripten":\n    import fancy\n'},
+                     'exclude = ["fancy"]\n')
+    result = repo.run("sync")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert repo.run("why", "app", "fancy").stdout.splitlines()[1] == "  -> fancy  (src/app/main.py:3:5, import, conditional)"
