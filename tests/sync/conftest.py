@@ -75,6 +75,14 @@ def scenario(tmp_path: Path):
     return copy
 
 
+@pytest.fixture
+def synced_leaf(scenario) -> Repo:
+    """The `closure` scenario with its `leaf` surface synced."""
+    repo = scenario("closure")
+    assert repo.run("sync", "--surface", "leaf").exit_code == 0
+    return repo
+
+
 @pytest.fixture(name="child_env")
 def child_env_fixture():
     """`child_env()` -> the environment for a subprocess importing this bonsai_sync."""

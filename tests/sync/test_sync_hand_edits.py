@@ -1,20 +1,14 @@
 """Issue 18.9: sync never overwrites (or removes) a file edited by hand in the surface unless
---force, --dry-run lists every file it would write, remove or refuse, and a dest that is a
-regular file is refused."""
+--force, and --dry-run lists every file it would write, remove or refuse (a dest that is a
+regular file: test_sync_os_errors.py)."""
 
 from __future__ import annotations
 
 EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"
 
 
-def _synced(scenario):
-    repo = scenario("closure")
-    assert repo.run("sync", "--surface", "leaf").exit_code == 0
-    return repo
-
-
-def test_sync_refuses_a_hand_edit_and_writes_nothing(scenario):
-    repo = _synced(scenario)
+def test_sync_refuses_a_hand_edit_and_writes_nothing(synced_leaf):
+    repo = synced_leaf
     repo.write("out/leaf/app/util.py", "# patched by hand\n")
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     result = repo.run("sync", "--surface", "leaf")
@@ -30,8 +24,8 @@ def test_sync_refuses_a_hand_edit_and_writes_nothing(scenario):
     assert repo.read("out/leaf/app/util.py") == repo.read("src/app/util.py")
 
 
-def test_a_hand_edited_file_the_closure_no_longer_needs_is_not_removed(scenario):
-    repo = _synced(scenario)
+def test_a_hand_edited_file_the_closure_no_longer_needs_is_not_removed(synced_leaf):
+    repo = synced_leaf
     repo.write("out/leaf/app/helpers.py", "# patched by hand\n")
     repo.write("src/app/deep/inner/leaf.py", '"""Leaf without imports."""\n')
     result = repo.run("sync", "--surface", "leaf")
@@ -40,8 +34,8 @@ def test_a_hand_edited_file_the_closure_no_longer_needs_is_not_removed(scenario)
     assert repo.read("out/leaf/app/helpers.py") == "# patched by hand\n"
 
 
-def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(scenario):
-    repo = _synced(scenario)
+def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(synced_leaf):
+    repo = synced_leaf
     repo.write("out/leaf/app/util.py", "# patched by hand\n")
     repo.write("out/leaf/app/stray.py", "")
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
@@ -55,20 +49,11 @@ def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(scenario):
     assert repo.listing("out/leaf") == before
 
 
-def test_build_without_arguments_refuses_a_hand_edit(scenario):
-    repo = _synced(scenario)
+def test_build_without_arguments_refuses_a_hand_edit(synced_leaf):
+    repo = synced_leaf
     repo.write("out/leaf/app/util.py", "# patched by hand\n")
     result = repo.run("build")
     assert result.exit_code == 1
     assert f"out/leaf/app/util.py: {EDITED}" in result.stderr
     assert repo.read("out/leaf/app/util.py") == "# patched by hand\n"
 
-
-def test_a_dest_that_is_a_regular_file_is_refused_not_moved_aside(scenario):
-    repo = scenario("verify")
-    repo.write("out/vendor", "somebody's notes\n")
-    result = repo.run("sync")
-    assert (result.exit_code, result.stderr) == (
-        2, "bonsai-sync: error: out/vendor: exists and is not a directory; bonsai-sync only replaces a folder it wrote\n")
-    assert repo.read("out/vendor") == "somebody's notes\n"
-    assert sorted(p.name for p in (repo.root / "out").iterdir()) == ["vendor"]

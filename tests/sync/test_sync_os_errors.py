@@ -56,13 +56,17 @@ def test_an_immutable_destination_is_refused_in_one_line(scenario):
     assert {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")} == before
 
 
-def test_a_destination_whose_parent_is_a_file(scenario):
+@pytest.mark.parametrize(("path", "message"), [
+    ("out", "out: is a file, and the dest out/vendor needs a folder there"),
+    ("out/vendor", "out/vendor: exists and is not a directory; bonsai-sync only replaces a folder it wrote"),
+])
+def test_a_file_where_the_dest_or_its_parent_should_be_is_refused_not_moved_aside(scenario, path, message):
     repo = scenario("verify")
-    repo.write("out", "a file where the dest's folder should be\n")
+    repo.write(path, "somebody's notes\n")
     result = repo.run("sync")
-    assert (result.exit_code, result.stderr) == (
-        2, "bonsai-sync: error: out: is a file, and the dest out/vendor needs a folder there\n")
-    assert repo.read("out") == "a file where the dest's folder should be\n"
+    assert (result.exit_code, result.stderr) == (2, f"bonsai-sync: error: {message}\n")
+    assert repo.read(path) == "somebody's notes\n"
+    assert [n for n in os.listdir((repo.root / path).parent) if "bonsai-sync-new" in n] == []  # nothing moved aside
 
 
 @pytest.mark.parametrize("link", ["loop", "up"])
