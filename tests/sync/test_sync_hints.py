@@ -58,3 +58,14 @@ def test_a_hint_can_name_a_module_whose_file_name_is_not_an_identifier(make_repo
     assert (result.exit_code, result.stderr) == (0, "")
     assert repo.listing("out/vendor") == ["app/__init__.py", "app/_data/__init__.py", "app/_data/unicode17-0-0.py",
                                           "app/main.py", "bonsai-sync.lock"]
+
+
+
+def test_patterns_under_the_star_key_match_by_target_like_the_list_form(scenario):
+    repo = scenario("dynamic")
+    repo.edit_config('entry = ["app.main"]', 'entry = ["app.main"]\nhidden-imports = ["app.plugins.**"]')
+    assert repo.run("sync").exit_code == 0
+    listed = repo.listing("out/vendor")
+    repo.edit_config('hidden-imports = ["app.plugins.**"]', 'hidden-imports = { "*" = ["app.plugins.**"] }')
+    assert repo.run("sync").stdout == f"app: out/vendor: wrote 0, removed 0, unchanged {len(listed) - 1}\n"
+    assert "app/plugins/deeper/c.py" in listed
