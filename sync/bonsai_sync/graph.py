@@ -13,6 +13,7 @@ import networkx as nx
 from .config import Surface
 from .errors import Diagnostic
 from .facts import DynamicSite, Facts, ImportFact, ResourceFact
+from .fsutil import walk_files
 from .index import ModuleIndex, ModuleInfo
 
 ALWAYS = set(sys.stdlib_module_names) | {"__future__"}
@@ -211,7 +212,7 @@ class GraphBuilder:
         if info.root not in path.parents:
             self.error(info, fact.line, fact.col, f"resource {'/'.join(fact.parts)!r} escapes the source root {self.where(info.root)}")
             return
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files = [path] if path.is_file() else sorted(walk_files(path))
         if not files:
             if not fact.optional:
                 self.error(info, fact.line, fact.col, f"resource {self.where(path)} does not exist")

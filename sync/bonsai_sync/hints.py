@@ -37,6 +37,8 @@ def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], whe
         assert info.file is not None
         shown = builder.where(info.file)
         prefix = builder.absolute(info, site.level, site.prefix, site.package) if site.prefix is not None else None
+        if prefix is not None and site.level and not site.prefix:
+            prefix += "."  # f".{name}": a module right below the anchor package
         top = prefix.split(".")[0] if prefix else None
         if top and (top in builder.allowed or (top in ALWAYS and builder.index.find(top) is None)):
             continue  # f"encodings.{x}": the stdlib or an allowed third-party package provides it
