@@ -11,7 +11,16 @@ from . import __version__
 
 CACHE_DIR = ".bonsai-sync-cache"
 # bump when the scanner's output changes shape or meaning, so old facts are not reused
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "2"
+
+
+def ensure_folder(folder: Path) -> None:
+    """Create the cache folder (or one below it) with a .gitignore that keeps it out of commits."""
+    folder.mkdir(parents=True, exist_ok=True)
+    top = folder if folder.name == CACHE_DIR else next(p for p in folder.parents if p.name == CACHE_DIR)
+    ignore = top / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
 
 
 class Store:
@@ -45,8 +54,7 @@ class Store:
         if not self.dirty or self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            (self.path.parent / ".gitignore").write_text("*\n")
+            ensure_folder(self.path.parent)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(pickle.dumps(self.data, protocol=pickle.HIGHEST_PROTOCOL))
             tmp.replace(self.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,8 +13,17 @@ from .errors import FatalError
 from .options import format_option, surface_option, verify_import_option
 
 
+def _shown(path: object, root: Path | None) -> str:
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    if root is not None and os.path.isabs(text):
+        base = os.path.abspath(root)
+        if os.path.commonpath([base, text]) == base:
+            return Path(os.path.relpath(text, base)).as_posix()  # never resolve: the path may be a loop
+    return text
+
+
 class _Group(click.Group):
-    """The one place where a FatalError becomes its message on stderr and its exit code."""
+    """The one place where an error becomes one line on stderr and its exit code, never a traceback."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -22,6 +32,15 @@ class _Group(click.Group):
             for line in exc.diagnostics:
                 click.echo(line if not isinstance(line, str) else f"bonsai-sync: error: {line}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            root = (ctx.obj or {}).get("root")
+            where = _shown(exc.filename, root) + ": " if exc.filename else ""
+            click.echo(f"bonsai-sync: error: {where}{exc.strerror or exc}; the surface was left as it was", err=True)
+            sys.exit(2)
+        except RecursionError:
+            click.echo("bonsai-sync: error: the tree is nested too deeply to follow (Python's recursion limit); "
+                       "the surface was left as it was", err=True)
+            sys.exit(3)
 
 
 def _workspace(ctx: click.Context):
@@ -35,13 +54,15 @@ def _workspace(ctx: click.Context):
 @click.option(
     "--root",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The repository whose pyproject.toml holds [tool.bonsai-sync].",
+    default=None,
+    help="The repository whose pyproject.toml holds [tool.bonsai-sync]. Default: the nearest such "
+    "pyproject.toml in the current directory or a parent (as git finds .git).",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache (.bonsai-sync-cache/).")
+@click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="Seconds to wait for another bonsai-sync holding a surface's lock.")
 @click.pass_context
-def main(ctx: click.Context, root: Path, no_cache: bool) -> None:
+def main(ctx: click.Context, root: Path | None, no_cache: bool, wait: float) -> None:
     """Keep every surface's copy of the runtime exactly its import closure.
 
     Reads [tool.bonsai-sync] from pyproject.toml: `source` roots hold the first-party
@@ -49,44 +70,54 @@ def main(ctx: click.Context, root: Path, no_cache: bool) -> None:
     whose closure it needs. Errors print as `path:line:col: message`, paths relative to the
     repository root.
 
-    Exit codes: 0 ok, 1 stale (check), 2 usage or configuration error,
-    3 closure or verification error.
+    Exit codes: 0 ok, 1 stale (check) or hand edits refused (sync, build), 2 usage,
+    configuration or file-system error, 3 closure or verification error.
     """
-    ctx.obj = {"root": root, "no_cache": no_cache}
+    from .config import find_root
+
+    ctx.obj = {"root": root if root is not None else find_root(Path.cwd()), "no_cache": no_cache, "wait": wait}
 
 
 @main.command()
 @surface_option
-@click.option("--dry-run", is_flag=True, help="Say what would be written and removed; write nothing.")
+@click.option("--dry-run", is_flag=True, help="List every file it would write, remove or refuse; write nothing.")
+@click.option("--force", is_flag=True, help="Overwrite files edited by hand in the surface.")
 @verify_import_option
 @click.pass_context
-def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, verify_import: bool) -> None:
+def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bool, verify_import: bool) -> None:
     """Copy each surface's closure into its dest, then verify the copy.
 
     The copy is written to a temporary directory, verified there (every import it makes must
     resolve inside it, to the stdlib, or to an allowed third-party name) and only then swapped
     in, so a failure leaves the surface untouched. Files no longer needed are removed, and
-    <dest>/bonsai-sync.lock records every file's source and sha256.
+    <dest>/bonsai-sync.lock records every file's source and sha256. A file edited by hand in the
+    surface is never overwritten without --force (exit 1, naming each).
     """
     from . import commands
 
-    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import))
+    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import, force, ctx.obj["wait"]))
 
 
 @main.command()
 @surface_option
 @click.option("--diff", "show_diff", is_flag=True, help="Show a unified diff for each stale file.")
+@click.option("--staged", is_flag=True, help="Check what is staged for commit (git's index), not the working tree.")
 @format_option
 @click.pass_context
-def check(ctx: click.Context, surfaces: tuple[str, ...], show_diff: bool, fmt: str) -> None:
+def check(ctx: click.Context, surfaces: tuple[str, ...], show_diff: bool, staged: bool, fmt: str) -> None:
     """Exit 1 if any surface differs from what `sync` would write; write nothing.
 
     Each stale file is named with why: changed upstream, missing, extra, or edited by hand
-    in the surface (its bytes differ from bonsai-sync.lock). Use it in pre-commit and CI.
+    in the surface (its bytes differ from bonsai-sync.lock). With --staged the sources and the
+    surfaces are read from git's index, so a commit is checked as a fresh clone of it would be.
     """
     from . import commands
 
-    sys.exit(commands.check(_workspace(ctx), surfaces, show_diff, fmt))
+    if staged:
+        from .staged import check_staged
+
+        sys.exit(check_staged(ctx.obj["root"], surfaces, fmt, ctx.obj["wait"]))
+    sys.exit(commands.check(_workspace(ctx), surfaces, show_diff, fmt, ctx.obj["wait"]))
 
 
 @main.command()
@@ -96,7 +127,9 @@ def check(ctx: click.Context, surfaces: tuple[str, ...], show_diff: bool, fmt: s
 def why(ctx: click.Context, surface: str, target: str) -> None:
     """Show the shortest import chain from an entry of SURFACE to MODULE_OR_FILE.
 
-    Each hop names the import site as file:line:col.
+    Each hop names the import site as file:line:col; a last line says what became of a module
+    that is not simply copied (excluded, compiled, third-party) or where a file came from
+    (a `data` glob, a `hidden-imports` hint, a distribution's metadata).
     """
     from . import commands
 
@@ -126,14 +159,14 @@ def build(ctx: click.Context, surfaces: tuple[str, ...], dist_dir: Path) -> None
     overwrite the edit) or is still stale after the sync.
     """
     from . import commands
-    from .build import BUILDERS, build_surface, describe, refuse_hand_edits
+    from .bundle import BUILDERS, build_surface, describe, workspace_gate
 
     ws = _workspace(ctx)
     names = surfaces or tuple(s.name for s in ws.config.surfaces if s.name in BUILDERS)
-    refuse_hand_edits(ws, names)
-    code = commands.sync(ws, names, False, False)
+    code = commands.sync(ws, names, False, False, False, ctx.obj["wait"])
     if code:
         sys.exit(code)
     dist = dist_dir if dist_dir.is_absolute() else ws.root / dist_dir
+    gate = workspace_gate(ws)
     for name in names:
-        click.echo(f"{name}: {describe(build_surface(ws.config, name, dist), ws.root)}")
+        click.echo(f"{name}: {describe(build_surface(ws.config, name, dist, check_fresh=gate), ws.root)}")

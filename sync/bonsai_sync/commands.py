@@ -2,103 +2,159 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from functools import partial
 from pathlib import Path
 
 import click
 
-from .errors import VerifyError
+from .config import Surface
+from .errors import StaleSurfaceError, VerifyError
+from .freshness import SurfaceState
 from .pipeline import Workspace
-from .plan import Plan
 
 OK, STALE = 0, 1
 
 
-def verify_output(ws: Workspace, plan: Plan, tree: Path, verify_import: bool) -> None:
+def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bool) -> None:
     """Raise VerifyError unless the tree at `tree` satisfies every import it makes."""
-    from .verify import first_party_names, verify_tree
+    from .verify import Rules, first_party_names, verify_tree
+    from .verify_import import import_entries
 
-    surface = ws.config.surface(plan.surface)
-    first_party = first_party_names(ws.roots)
-    problems = verify_tree(tree, plan.dest, first_party, set(surface.third_party), ws.roots)
+    plan = ws.plan(surface)
+    rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
+                  surface.compiled == "forbid", surface.python)
+    problems = verify_tree(tree, plan.dest, rules, ws.roots)
     if problems:
         raise VerifyError(*problems)
     if verify_import:
-        from .verify_import import import_entries
-
-        failures = import_entries(tree, plan.dest, surface.entry, surface.third_party, first_party)
+        failures, warnings = import_entries(tree, plan.dest, surface.entry, surface.third_party, rules.first_party)
+        for warning in warnings:
+            click.echo(f"bonsai-sync: warning: {warning}", err=True)
         if failures:
             raise VerifyError(*failures)
 
 
-def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bool) -> int:
-    """Write each surface's closure, verified, through a temporary tree; print one line each."""
-    from .digest import digest_tree
-    from .write import count, write
+def _locks(ws: Workspace, surfaces: list[Surface], exclusive: bool, wait: float) -> contextlib.ExitStack:
+    from .locking import surface_lock
 
-    for surface in ws.surfaces(names):
-        plan = ws.plan(surface)
-        dest = ws.root / plan.dest
-        counts = count(plan, digest_tree(str(dest), frozenset({"bonsai-sync.lock"})))
-        lock_text = ws.lock_text(plan)
-        lock_path = dest / "bonsai-sync.lock"
-        fresh = counts.written == 0 and counts.removed == 0 and lock_path.is_file() and lock_path.read_text() == lock_text
-        verb = "would write" if dry_run else "wrote"
-        if not fresh and not dry_run:
-            write(ws.root, plan, lock_text, partial(verify_output, ws, plan, verify_import=verify_import))
-        elif fresh and verify_import and not dry_run:
-            verify_output(ws, plan, dest, True)
-        click.echo(
-            f"{surface.name}: {plan.dest}: {verb} {counts.written}, "
-            f"{'would remove' if dry_run else 'removed'} {counts.removed}, unchanged {counts.unchanged}"
-        )
+    stack = contextlib.ExitStack()
+    try:
+        for surface in sorted(surfaces, key=lambda s: s.name):
+            stack.enter_context(surface_lock(ws.cache_folder / "locks", surface.name, exclusive, wait))
+    except BaseException:
+        stack.close()
+        raise
+    return stack
+
+
+def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bool, force: bool = False,
+         wait: float = 30.0) -> int:
+    """Write each surface's closure, verified, through a temporary tree; print one line each.
+    A hand-edited file is refused (exit 1, naming each) unless `force`; nothing is written then."""
+    from .swap import recover
+
+    surfaces = ws.surfaces(names)
+    with _locks(ws, surfaces, exclusive=not dry_run, wait=wait):
+        if not dry_run:
+            for surface in surfaces:
+                recover(ws.root / surface.dest)
+        states = [ws.state(surface) for surface in surfaces]
+        refused = [s for state in states for s in state.refused]
+        if dry_run:
+            for state in states:
+                _report(state, force, dry=True)
+            return OK
+        if refused and not force:
+            raise StaleSurfaceError(*(f"{s.path}: {s.reason}; not overwritten" for s in refused),
+                                    "move each change into the source (the only copy edited by hand), or run "
+                                    "`bonsai-sync sync --force` to discard it")
+        for surface, state in zip(surfaces, states, strict=True):
+            if not state.fresh:
+                _write(ws, surface, verify_import)
+            elif verify_import:
+                verify_output(ws, surface, ws.root / surface.dest, True)
+            _report(state, force, dry=False)
     return OK
 
 
-def check(ws: Workspace, names: tuple[str, ...], show_diff: bool, fmt: str) -> int:
-    """Exit 0 when every surface is exactly what `sync` would write, else 1 naming each file."""
-    from .check import diff, stale_files
+def _write(ws: Workspace, surface: Surface, verify_import: bool) -> None:
+    from .fsutil import remove_tree, walk_files
+    from .swap import install
+    from .write import created_parents, stage
 
-    report = {}
-    for surface in ws.surfaces(names):
-        plan = ws.plan(surface)
-        report[surface.name] = (plan, stale_files(ws.root, plan, ws.lock_text(plan)))
+    plan = ws.plan(surface)
+    dest = ws.root / plan.dest
+    created = created_parents(ws.root, dest)
+    tree = None
+    try:
+        tree = stage(ws.root, plan, ws.lock_text(plan))
+        verify_output(ws, surface, tree, verify_import)
+        install(tree, dest)
+    except BaseException:
+        if tree is not None:
+            remove_tree(tree)
+        if created is not None and created.exists() and next(walk_files(created), None) is None:
+            remove_tree(created)
+        raise
+
+
+def _report(state: SurfaceState, force: bool, dry: bool) -> None:
+    plan = state.plan
+    if dry:
+        for item in state.stale:
+            action = "write" if item.action == "refuse" and force else item.action
+            click.echo(f"{item.path}: would {action} ({item.reason})")
+    written = state.count("write") + (state.count("refuse") if force else 0)
+    write, remove = ("would write", "would remove") if dry else ("wrote", "removed")
+    refuse = f", would refuse {state.count('refuse')}" if dry and state.refused and not force else ""
+    click.echo(f"{plan.surface}: {plan.dest}: {write} {written}, {remove} {state.count('remove')}{refuse}, "
+               f"unchanged {state.unchanged}")
+
+
+def check(ws: Workspace, names: tuple[str, ...], show_diff: bool, fmt: str, wait: float = 30.0) -> int:
+    """Exit 0 when every surface is exactly what `sync` would write, else 1 naming each file."""
+    from .freshness import diff
+
+    surfaces = ws.surfaces(names)
+    with _locks(ws, surfaces, exclusive=False, wait=wait):
+        report = {surface.name: ws.state(surface) for surface in surfaces}
     if fmt == "json":
         import json
 
         body = {
-            name: {"dest": plan.dest, "fresh": not items, "stale": [{"path": s.path, "reason": s.reason} for s in items]}
-            for name, (plan, items) in report.items()
+            name: {"dest": state.plan.dest, "fresh": state.fresh,
+                   "stale": [{"path": s.path, "reason": s.reason} for s in state.stale]}
+            for name, state in report.items()
         }
-        click.echo(json.dumps({"fresh": all(not items for _, items in report.values()), "surfaces": body}, indent=2))
+        click.echo(json.dumps({"fresh": all(s.fresh for s in report.values()), "surfaces": body}, indent=2))
     else:
-        for name, (plan, items) in report.items():
-            for item in items:
+        for name, state in report.items():
+            for item in state.stale:
                 click.echo(f"{item.path}: {item.reason}")
                 if show_diff and item.source:
                     click.echo(diff(ws.root, item), nl=False)
-            state = f"stale ({len(items)} file(s)); run `bonsai-sync sync`" if items else "fresh"
-            click.echo(f"{name}: {plan.dest}: {state}", err=bool(items))
-    return STALE if any(items for _, items in report.values()) else OK
+            stale = f"stale ({len(state.stale)} file(s)); run `bonsai-sync sync`"
+            click.echo(f"{name}: {state.plan.dest}: {stale if state.stale else 'fresh'}", err=not state.fresh)
+    return OK if all(s.fresh for s in report.values()) else STALE
 
 
 def why(ws: Workspace, name: str, target: str) -> int:
-    """Print the shortest import chain from an entry of surface `name` to `target`."""
+    """Print the shortest import chain from an entry of surface `name` to `target`, and what became of it."""
     from .render import shortest_chain
 
     surface = ws.config.surface(name)
-    closure = ws.graph(surface, strict=False)
-    for line in shortest_chain(closure, surface, target, ws.root):
+    found = ws.closure(surface)
+    for line in shortest_chain(found.graph, surface, target, ws.root):
         click.echo(line)
-    return _report_errors(closure)
+    return _report_errors(found.errors)
 
 
-def _report_errors(closure) -> int:
+def _report_errors(errors) -> int:
     """Print the closure's errors (why/graph still show a broken closure) and pick the exit code."""
-    for error in closure.graph.get("errors", []):
+    for error in errors:
         click.echo(str(error), err=True)
-    return 3 if closure.graph.get("errors") else OK
+    return 3 if errors else OK
 
 
 def graph(ws: Workspace, name: str, fmt: str) -> int:
@@ -106,6 +162,6 @@ def graph(ws: Workspace, name: str, fmt: str) -> int:
     from .render import to_dot, to_json
 
     surface = ws.config.surface(name)
-    g = ws.graph(surface, strict=False)
-    sys.stdout.write(to_dot(g) if fmt == "dot" else to_json(g, surface))
-    return _report_errors(g)
+    found = ws.closure(surface)
+    sys.stdout.write(to_dot(found.graph) if fmt == "dot" else to_json(found.graph, surface))
+    return _report_errors(found.errors)

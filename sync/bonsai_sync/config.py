@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +13,17 @@ from .errors import ConfigError, Diagnostic
 
 TABLE = "tool.bonsai-sync"
 _TOP_KEYS = {"source", "third-party", "surfaces"}
-_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data"}
+_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs"}
+_PYTHON = re.compile(r"^3\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One `hidden-imports` entry: module patterns, answering dynamic import sites whose targets
+    they match (`site` None) or exactly the site `site` ("path.py:LINE", an empty list allowed)."""
+
+    patterns: tuple[str, ...]
+    site: str | None = None
 
 
 @dataclass(frozen=True)
@@ -26,10 +38,18 @@ class Surface:
     entry: tuple[str, ...]
     # top-level import names this surface may import without copying (global + its own)
     third_party: tuple[str, ...]
-    # targets of dynamic imports the scanner cannot read: "pkg.mod", "pkg.*", "pkg.**"
-    hidden_imports: tuple[str, ...]
+    # targets of dynamic imports the scanner cannot read: "pkg.mod", "pkg.*", "pkg.**", per site or by pattern
+    hidden_imports: tuple[Hint, ...]
     # extra resource globs relative to a source root ("bonsai/kernels/*.wgsl")
     data: tuple[str, ...]
+    # modules left out of the copy (a module and all below it; fnmatch patterns: "pkg", "pkg.sub.*")
+    exclude: tuple[str, ...] = ()
+    # "allow" copies compiled extension modules; "forbid" makes a required one an error
+    compiled: str = "allow"
+    # the Python (major, minor) the surface runs on: `sys.version_info` tests are decided for it
+    python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+    # copy each copied module's `.pyi` stub and each package's `py.typed`
+    stubs: bool = True
 
 
 @dataclass(frozen=True)
@@ -54,7 +74,7 @@ class Config:
         raise ConfigError(f"no surface named {name!r} in [{TABLE}.surfaces] (known: {known})")
 
 
-def _line_of(text: str, table: str, key: str | None) -> int:
+def line_of(text: str, table: str, key: str | None) -> int:
     lines = text.splitlines()
     header = next((i for i, s in enumerate(lines) if s.strip() == f"[{table}]"), None)
     if header is None:
@@ -72,7 +92,7 @@ def _line_of(text: str, table: str, key: str | None) -> int:
 def error(text: str, table: str, key: str | None, message: str) -> ConfigError:
     """A ConfigError at `key` of `[table]`, worded `[table] key: message`."""
     where = f"[{table}] {key}" if key else f"[{table}]"
-    return ConfigError(Diagnostic("pyproject.toml", _line_of(text, table, key), 1, f"{where}: {message}"))
+    return ConfigError(Diagnostic("pyproject.toml", line_of(text, table, key), 1, f"{where}: {message}"))
 
 
 def _strings(text: str, table: str, key: str, value: Any) -> tuple[str, ...]:
@@ -88,13 +108,28 @@ def _check_keys(text: str, table: str, found: dict[str, Any], allowed: set[str])
             raise error(text, table, key, f"unknown key {key!r} (known keys: {known})")
 
 
+def find_root(start: Path) -> Path:
+    """The nearest directory at or above `start` whose pyproject.toml has a [tool.bonsai-sync]
+    table (as git finds `.git`); `start` itself when there is none, so `load` names the problem."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        candidate = folder / "pyproject.toml"
+        try:
+            if candidate.is_file() and "[tool.bonsai-sync" in candidate.read_text(encoding="utf-8", errors="replace"):
+                return folder
+        except OSError:
+            continue
+    return start
+
+
 def load(root: Path) -> Config:
     """Read and validate `root/pyproject.toml`; every problem names the key it is about."""
     path = root / "pyproject.toml"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no pyproject.toml here; pass --root DIR to point at the repository") from None
+        raise ConfigError(f"{path}: no pyproject.toml here or in any parent with a [{TABLE}] table; pass --root DIR") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
         table = tomllib.loads(text).get("tool", {}).get("bonsai-sync")
     except tomllib.TOMLDecodeError as exc:
@@ -108,6 +143,9 @@ def load(root: Path) -> Config:
     for entry in source:
         if not (root / entry).is_dir():
             raise error(text, TABLE, "source", f"source root {entry!r} is not a directory under {root}")
+        if not (root / entry).resolve().is_relative_to(root.resolve()):
+            raise error(text, TABLE, "source", f"source root {entry!r} is outside the repository {root}; "
+                        "copy or link its packages into a folder of the repository")
     common = _strings(text, TABLE, "third-party", table.get("third-party", []))
     surfaces_table = table.get("surfaces", {})
     if not isinstance(surfaces_table, dict) or not surfaces_table:
@@ -130,14 +168,46 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     entry = _strings(text, table, "entry", body.get("entry", []))
     if not entry:
         raise error(text, table, "entry", "list at least one entry module")
+    compiled = body.get("compiled", "allow")
+    if compiled not in ("allow", "forbid"):
+        raise error(text, table, "compiled", 'must be "allow" or "forbid"')
+    python = body.get("python", f"{sys.version_info[0]}.{sys.version_info[1]}")
+    match = _PYTHON.match(python) if isinstance(python, str) else None
+    if match is None:
+        raise error(text, table, "python", 'must be a Python version such as "3.11"')
+    stubs = body.get("stubs", True)
+    if not isinstance(stubs, bool):
+        raise error(text, table, "stubs", "must be true or false")
     return Surface(
         name=name,
         dest=Path(dest).as_posix().rstrip("/"),
         entry=entry,
         third_party=common + _strings(text, table, "third-party", body.get("third-party", [])),
-        hidden_imports=_strings(text, table, "hidden-imports", body.get("hidden-imports", [])),
+        hidden_imports=_hints(text, table, body.get("hidden-imports", [])),
         data=_strings(text, table, "data", body.get("data", [])),
+        exclude=_strings(text, table, "exclude", body.get("exclude", [])),
+        compiled=compiled,
+        python=(3, int(match.group(1))),
+        stubs=stubs,
     )
+
+
+def _hints(text: str, table: str, value: Any) -> tuple[Hint, ...]:
+    """A list of patterns, or a table of `"path.py:LINE" = [patterns]` (`"*"` for patterns matched by target)."""
+    if isinstance(value, list):
+        return tuple(Hint((p,)) for p in _strings(text, table, "hidden-imports", value))
+    if not isinstance(value, dict):
+        raise error(text, table, "hidden-imports", 'must be a list of module patterns or a table of "path.py:LINE" = [...]')
+    hints: list[Hint] = []
+    for key, patterns in value.items():
+        found = _strings(text, f"{table}.hidden-imports", key, patterns)
+        if key == "*":
+            hints += [Hint((p,)) for p in found]
+        elif re.fullmatch(r".+\.py:\d+", key):
+            hints.append(Hint(found, key))
+        else:
+            raise error(text, f"{table}.hidden-imports", key, 'a key is a site "path.py:LINE" (or "*" for patterns)')
+    return tuple(hints)
 
 
 def _check_dests(text: str, root: Path, source: tuple[str, ...], surfaces: tuple[Surface, ...]) -> None:

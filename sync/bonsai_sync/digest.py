@@ -1,30 +1,66 @@
-"""sha256 of every file in a tree: how sources are keyed and surfaces compared (content, not mtime)."""
+"""sha256 and executable bit of every file in a tree: how sources are keyed and surfaces compared
+(content, not mtime). Symlink loops and cycles are errors naming the link, never endless walks."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from hashlib import sha256
+from typing import NamedTuple
 
 SKIP_DIRS = {"__pycache__"}
 
 
-def digest_tree(top: str, skip_files: frozenset[str] = frozenset()) -> dict[str, str]:
-    """`relative posix path -> sha256 hex` for every file below `top` (no __pycache__, no
+class Digest(NamedTuple):
+    """What a copy must reproduce of one file: its bytes (sha256 hex) and its executable bit."""
+
+    sha256: str
+    executable: bool = False
+
+
+def digest_file(path: str) -> Digest:
+    with open(path, "rb") as handle:
+        data = handle.read()
+        mode = os.fstat(handle.fileno()).st_mode
+    return Digest(sha256(data).hexdigest(), bool(mode & stat.S_IXUSR))
+
+
+def digest_tree(top: str, skip_files: frozenset[str] = frozenset()) -> dict[str, Digest]:
+    """`relative posix path -> Digest` for every file below `top` (no __pycache__, no
     dot-directories, none of `skip_files` at the top level); {} when `top` does not exist."""
-    found: dict[str, str] = {}
-    stack = [(top, "")]
+    found: dict[str, Digest] = {}
+    stack = [(top, "", frozenset[tuple[int, int]]())]
     while stack:
-        folder, prefix = stack.pop()
+        folder, prefix, above = stack.pop()
         try:
             entries = list(os.scandir(folder))
+            here = os.stat(folder)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        above = above | {(here.st_dev, here.st_ino)}
         for entry in entries:
             rel = prefix + entry.name
-            if entry.is_dir():
-                if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
-                    stack.append((entry.path, rel + "/"))
-            elif not (prefix == "" and entry.name in skip_files):
-                with open(entry.path, "rb") as handle:
-                    found[rel] = sha256(handle.read()).hexdigest()
+            info = _stat(entry)
+            if info is None:
+                continue  # a dangling symlink: nothing to copy, nothing to compare
+            if stat.S_ISDIR(info.st_mode):
+                if entry.name in SKIP_DIRS or entry.name.startswith("."):
+                    continue
+                if (info.st_dev, info.st_ino) in above:
+                    raise OSError(errno.ELOOP, "symlink cycle (the link points at a folder above it)", entry.path)
+                stack.append((entry.path, rel + "/", above))
+            elif stat.S_ISREG(info.st_mode) and not (prefix == "" and entry.name in skip_files):
+                found[rel] = digest_file(entry.path)
     return found
+
+
+def _stat(entry: os.DirEntry) -> os.stat_result | None:
+    try:
+        return entry.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "symlink loop", entry.path) from None
+        raise

@@ -46,3 +46,15 @@ class VerifyError(FatalError):
     """The written surface fails its post-condition: it imports something it does not hold (exit 3)."""
 
     exit_code = 3
+
+
+class BuildError(FatalError):
+    """A bundle could not be built: a tool failed or something the bundle needs is missing (exit 3)."""
+
+    exit_code = 3
+
+
+class StaleSurfaceError(FatalError):
+    """The surface's synced copy is stale, or holds hand edits a sync would overwrite (exit 1)."""
+
+    exit_code = 1

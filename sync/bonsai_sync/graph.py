@@ -5,31 +5,49 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import networkx as nx
 
-from .errors import ClosureError, Diagnostic
-from .facts import Facts, ImportFact, ResourceFact
+from .config import Surface
+from .errors import Diagnostic
+from .facts import DynamicSite, Facts, ImportFact, ResourceFact
+from .fsutil import walk_files
 from .index import ModuleIndex, ModuleInfo
 
-_ALWAYS = set(sys.stdlib_module_names) | {"__future__"}
+ALWAYS = set(sys.stdlib_module_names) | {"__future__"}
+# Kinds of nodes whose file is copied into the surface
+COPIED = {"module", "package", "compiled", "resource", "stub", "metadata", "license"}
+
+
+def how(fact: ImportFact) -> str:
+    """How an import site runs, for `why`: "" (at import time), "optional", "in a function", "conditional"."""
+    if fact.optional or fact.in_function:
+        return "optional" if fact.optional else "in a function"
+    return "conditional" if fact.conditional else ""
 
 
 class GraphBuilder:
-    """Walks from the entries; nodes are module names and resource paths (`pkg/x.wgsl`),
-    edges carry the import site (`file`, `line`, `col`)."""
+    """Walks from the entries; nodes are module names and file paths (`pkg/x.wgsl`), edges carry
+    the import site (`file`, `line`, `col`). Name checks and dynamic sites are kept for later steps."""
 
-    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], allowed: set[str], table: str):
+    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], surface: Surface, table: str):
         self.root = root.resolve()
         self.table = table
         self.index = index
         self.facts_of = facts_of
-        self.allowed = allowed
+        self.surface = surface
+        self.allowed = set(surface.third_party)
         self.graph = nx.DiGraph()
         self.errors: list[Diagnostic] = []
         self.third_party: set[str] = set()
-        self.problems: list[tuple[ModuleInfo, Diagnostic, str]] = []
+        # non-literal resources (`data` globs answer them), by the module they are in
+        self.problems: list[tuple[ModuleInfo, Diagnostic]] = []
+        # `from X import name` where `name` is no submodule: X must bind it (checked after the walk)
+        self.names: list[tuple[ModuleInfo, ImportFact, ModuleInfo, str]] = []
+        # imports of names the scanner cannot read (`hidden-imports` answer them)
+        self.dynamic: list[tuple[ModuleInfo, DynamicSite]] = []
         self._queue: deque[ModuleInfo] = deque()
 
     def where(self, path: Path) -> str:
@@ -42,40 +60,53 @@ class GraphBuilder:
     def run(self) -> nx.DiGraph:
         while self._queue:
             info = self._queue.popleft()
-            if info.file is not None:
+            if info.file is not None and not info.compiled:
                 self._follow(info, self.facts_of(info.file))
         return self.graph
 
-    def fail(self) -> None:
-        if self.errors:
-            raise ClosureError(*sorted(set(self.errors)))
+    def excluded(self, name: str) -> str | None:
+        """The `exclude` pattern that leaves `name` (or a package above it) out, if any."""
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            for pattern in self.surface.exclude:
+                if fnmatchcase(prefix, pattern):
+                    return pattern
+        return None
 
     def _add_module(self, info: ModuleInfo) -> None:
-        if info.name in self.graph:
-            return
-        kind = "namespace" if info.file is None else ("package" if info.is_package else "module")
-        self.graph.add_node(info.name, kind=kind, path=info.file, root=info.root, rel=info.rel)
-        self._queue.append(info)
-        parent = info.name.rpartition(".")[0]
-        if parent:
-            parent_info = self.index.find(parent)
-            assert parent_info is not None
-            self._add_module(parent_info)
-            self.graph.add_edge(info.name, parent, kind="parent package", file=None, line=0, col=0)
+        chain = [info]
+        while chain[-1].name not in self.graph and "." in chain[-1].name:
+            parent = self.index.find(chain[-1].name.rpartition(".")[0])
+            assert parent is not None
+            chain.append(parent)
+        for child in reversed(chain):  # top-down, without recursion: package trees may be deep
+            if child.name in self.graph:
+                continue
+            if child.compiled:
+                kind = "compiled"
+            else:
+                kind = "namespace" if child.file is None else ("package" if child.is_package else "module")
+            self.graph.add_node(child.name, kind=kind, path=child.file, root=child.root, rel=child.rel)
+            self._queue.append(child)
+            parent_name = child.name.rpartition(".")[0]
+            if parent_name:
+                self.graph.add_edge(child.name, parent_name, kind="parent package", file=None, line=0, col=0, how="")
 
-    def _link(self, source: ModuleInfo, target: ModuleInfo, kind: str, line: int, col: int) -> None:
+    def _link(self, source: ModuleInfo, target: ModuleInfo, fact: ImportFact) -> None:
         self._add_module(target)
         site = self.where(source.file) if source.file else source.rel
         if not self.graph.has_edge(source.name, target.name):
-            self.graph.add_edge(source.name, target.name, kind=kind, file=site, line=line, col=col)
+            self.graph.add_edge(source.name, target.name, kind=fact.kind, file=site, line=fact.line, col=fact.col, how=how(fact))
 
-    def _outside(self, info: ModuleInfo, name: str, kind: str, fact: ImportFact) -> None:
+    def outside(self, info: ModuleInfo, name: str, kind: str, fact: ImportFact, path: Path | None = None) -> None:
         """A node for something the copy does not hold (so `why` and `graph` can show it)."""
         assert info.file is not None
-        self.graph.add_node(name, kind=kind, path=None, root=None, rel=name)
-        self.graph.add_edge(info.name, name, kind=fact.kind, file=self.where(info.file), line=fact.line, col=fact.col)
+        if name not in self.graph:
+            self.graph.add_node(name, kind=kind, path=None, source=path, root=None, rel=name)
+        self.graph.add_edge(info.name, name, kind=fact.kind, file=self.where(info.file), line=fact.line, col=fact.col, how=how(fact))
 
-    def _error(self, info: ModuleInfo, line: int, col: int, message: str) -> None:
+    def error(self, info: ModuleInfo, line: int, col: int, message: str) -> None:
         assert info.file is not None
         self.errors.append(Diagnostic(self.where(info.file), line, col, message))
 
@@ -86,52 +117,84 @@ class GraphBuilder:
             if problem.kind == "syntax":
                 self.errors.append(diagnostic)
             else:
-                self.problems.append((info, diagnostic, problem.kind))
+                self.problems.append((info, diagnostic))
         for fact in facts.imports:
             if not fact.type_checking:
                 self._import(info, fact)
         for resource in facts.resources:
             self._resource(info, resource)
+        self.dynamic.extend((info, site) for site in facts.dynamic)
 
-    def _absolute(self, info: ModuleInfo, fact: ImportFact) -> str | None:
-        if fact.level == 0:
-            return fact.module
-        base = (fact.package or info.package).split(".") if (fact.package or info.package) else []
-        if fact.level - 1 >= len(base):
+    def absolute(self, info: ModuleInfo, level: int, module: str, package: str | None) -> str | None:
+        """The absolute name of a (possibly relative) import in module `info`; None beyond the top."""
+        if level == 0:
+            return module
+        anchor = package or info.package
+        base = anchor.split(".") if anchor else []
+        if level - 1 >= len(base):
             return None
-        base = base[: len(base) - (fact.level - 1)]
-        return ".".join(base + ([fact.module] if fact.module else []))
+        base = base[: len(base) - (level - 1)]
+        return ".".join(base + ([module] if module else []))
 
     def _import(self, info: ModuleInfo, fact: ImportFact) -> None:
-        name = self._absolute(info, fact)
+        name = self.absolute(info, fact.level, fact.module, fact.package)
         if name is None:
             if not fact.optional:
-                self._error(info, fact.line, fact.col, f"relative import beyond the top-level package {info.name.split('.')[0]!r}")
+                self.error(info, fact.line, fact.col, f"relative import beyond the top-level package {info.name.split('.')[0]!r}")
             return
         top = name.split(".")[0]
+        pattern = self.excluded(name)
+        if pattern is not None and self.index.find(top) is None:
+            self._excluded(info, name, None, fact, pattern)  # a name the surface does without
+            return
+        if top in self.allowed:
+            self.third_party.add(top)
+            self.outside(info, top, "third-party", fact)
+            return
         if self.index.find(top) is None:
-            if top in self.allowed:
-                self.third_party.add(top)
-                self._outside(info, top, "third-party", fact)
-            elif top not in _ALWAYS and not fact.optional:
-                self._error(info, fact.line, fact.col, f"cannot import {name!r}: not first-party, not stdlib, and not in `third-party` of [{self.table}]; declare it there or fix the import")
-                self._outside(info, top, "not allowed", fact)
+            if top not in ALWAYS and not fact.optional:
+                self.error(info, fact.line, fact.col, f"cannot import {name!r}: not first-party, not stdlib, and not in `third-party` of [{self.table}]; declare it there or fix the import")
+                self.outside(info, top, "not allowed", fact)
             return
         target = self.index.find(name)
         if target is None:
             if not fact.optional:
-                self._error(info, fact.line, fact.col, f"no module named {name!r} in the source roots; fix the import, or wrap it in try/except ImportError if it is optional")
-                self._outside(info, name, "missing", fact)
+                self.error(info, fact.line, fact.col, f"no module named {name!r} in the source roots; fix the import, or wrap it in try/except ImportError if it is optional")
+                self.outside(info, name, "missing", fact)
             return
-        self._link(info, target, fact.kind, fact.line, fact.col)
+        if not self._admit(info, target, fact):
+            return
+        self._link(info, target, fact)
         names = list(fact.names)
         if names == ["*"]:
-            target_facts = self.facts_of(target.file) if target.file else Facts()
+            target_facts = self.facts_of(target.file) if target.file and not target.compiled else Facts()
             names = list(target_facts.all_names or ())
         for attr in names:
             sub = self.index.find(f"{name}.{attr}") if target.is_package else None
             if sub is not None:
-                self._link(info, sub, fact.kind, fact.line, fact.col)
+                if self._admit(info, sub, fact):
+                    self._link(info, sub, fact)
+            elif fact.kind == "from" and fact.names != ("*",) and not fact.optional:
+                self.names.append((info, fact, target, attr))
+
+    def _admit(self, info: ModuleInfo, target: ModuleInfo, fact: ImportFact) -> bool:
+        """Whether the surface takes `target`: `exclude` and `compiled = "forbid"` leave modules out;
+        a required import of one is an error at its site, an optional one is fine."""
+        pattern = self.excluded(target.name)
+        if pattern is not None:
+            self._excluded(info, target.name, target.file, fact, pattern)
+            return False
+        if target.compiled and self.surface.compiled == "forbid" and target.file is not None:
+            self.outside(info, target.name, "compiled (left out)", fact, target.file)
+            if not fact.optional:
+                self.error(info, fact.line, fact.col, f"imports {target.name!r}, a compiled module ({self.where(target.file)}), and [{self.table}] has compiled = \"forbid\"")
+            return False
+        return True
+
+    def _excluded(self, info: ModuleInfo, name: str, path: Path | None, fact: ImportFact, pattern: str) -> None:
+        self.outside(info, name, "excluded", fact, path)
+        if fact.required:
+            self.error(info, fact.line, fact.col, f"imports {name!r}, which `exclude` leaves out ({pattern!r}); make the import optional (try/except ImportError, or inside a function) or drop the pattern")
 
     def _resource(self, info: ModuleInfo, fact: ResourceFact) -> None:
         assert info.file is not None
@@ -141,29 +204,26 @@ class GraphBuilder:
             anchor = self.index.find(fact.package)
             if anchor is None:
                 if self.index.find(fact.package.split(".")[0]) is not None and not fact.optional:
-                    self._error(info, fact.line, fact.col, f"resource anchor {fact.package!r} is not a first-party package")
+                    self.error(info, fact.line, fact.col, f"resource anchor {fact.package!r} is not a first-party package")
                 return
-            self._link(info, anchor, "resource anchor", fact.line, fact.col)
+            self._link(info, anchor, ImportFact(anchor.name, (), 0, fact.line, fact.col, "resource anchor"))
             base = anchor.dirs[0] if anchor.dirs else anchor.root
         path = Path(base, *fact.parts).resolve()
         if info.root not in path.parents:
-            self._error(info, fact.line, fact.col, f"resource {'/'.join(fact.parts)!r} escapes the source root {self.where(info.root)}")
+            self.error(info, fact.line, fact.col, f"resource {'/'.join(fact.parts)!r} escapes the source root {self.where(info.root)}")
             return
-        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files = [path] if path.is_file() else sorted(walk_files(path))
         if not files:
             if not fact.optional:
-                self._error(info, fact.line, fact.col, f"resource {self.where(path)} does not exist")
+                self.error(info, fact.line, fact.col, f"resource {self.where(path)} does not exist")
             return
         site = self.where(info.file)
         for file in files:  # a directory resource brings every file below it
-            node = self.add_file(file, info.root)
-            self.graph.add_edge(info.name, node, kind="resource", file=site, line=fact.line, col=fact.col)
+            node = self.add_file(file, info.root, "resource")
+            self.graph.add_edge(info.name, node, kind="resource", file=site, line=fact.line, col=fact.col, how="")
 
-    def _file_node(self, path: Path, root: Path) -> str:
-        return path.relative_to(root).as_posix()
-
-    def add_file(self, path: Path, root: Path) -> str:
-        node = self._file_node(path, root)
+    def add_file(self, path: Path, root: Path, kind: str) -> str:
+        node = path.relative_to(root).as_posix()
         if node not in self.graph:
-            self.graph.add_node(node, kind="resource", path=path, root=root, rel=node)
+            self.graph.add_node(node, kind=kind, path=path, root=root, rel=node)
         return node

@@ -1,9 +1,14 @@
-"""Find first-party modules in the source roots the way CPython's path finder would."""
+"""Find first-party modules in the source roots the way CPython's path finder would (sources and
+compiled extension modules, packages, namespace portions)."""
 
 from __future__ import annotations
 
+import importlib.machinery as machinery
 from dataclasses import dataclass
 from pathlib import Path
+
+# CPython's FileFinder tries extension modules first, then sources (bytecode-only modules are not copied)
+SUFFIXES = tuple(machinery.EXTENSION_SUFFIXES) + tuple(machinery.SOURCE_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -23,9 +28,33 @@ class ModuleInfo:
         return bool(self.dirs)
 
     @property
+    def compiled(self) -> bool:
+        """A compiled extension module (`.so`, `.pyd`): copied as is, never scanned."""
+        return self.file is not None and self.file.name.endswith(tuple(machinery.EXTENSION_SUFFIXES))
+
+    @property
     def package(self) -> str:
         """The package relative imports start from (itself for a package, else its parent)."""
         return self.name if self.is_package else self.name.rpartition(".")[0]
+
+
+def compiled_tag(filename: str) -> str:
+    """The platform/ABI tag of an extension module's file name: `cpython-311-x86_64-linux-gnu`,
+    `abi3`, or "" for a bare `.so`/`.pyd`."""
+    for suffix in machinery.EXTENSION_SUFFIXES:
+        if filename.endswith(suffix):
+            return suffix.strip(".").rpartition(".")[0]
+    parts = filename.split(".")
+    return ".".join(parts[1:-1]) if len(parts) > 2 else ""
+
+
+def _module_name(filename: str) -> str | None:
+    """The module name a file in a package directory imports as, or None when it is not a module."""
+    for suffix in SUFFIXES:
+        if filename.endswith(suffix):
+            stem = filename[: -len(suffix)]
+            return stem if stem and "." not in stem else None
+    return None
 
 
 class ModuleIndex:
@@ -38,16 +67,21 @@ class ModuleIndex:
 
     def find(self, name: str) -> ModuleInfo | None:
         """The module called `name`, or None when no source root provides it."""
-        if name not in self._found:
-            self._found[name] = self._search(name)
+        if name in self._found:
+            return self._found[name]
+        todo = [name]  # resolve unknown ancestors first, iteratively: package trees may be deep
+        while "." in todo[-1] and todo[-1].rpartition(".")[0] not in self._found:
+            todo.append(todo[-1].rpartition(".")[0])
+        for prefix in reversed(todo):
+            self._found[prefix] = self._search(prefix)
         return self._found[name]
 
     def _search(self, name: str) -> ModuleInfo | None:
         parent_name, _, last = name.rpartition(".")
-        if not last or not last.isidentifier():
+        if not last or "/" in last or "\\" in last or last in (".", ".."):
             return None
         if parent_name:
-            parent = self.find(parent_name)
+            parent = self._found.get(parent_name)
             if parent is None or not parent.is_package:
                 return None
             places = list(parent.dirs)
@@ -57,36 +91,39 @@ class ModuleIndex:
         for place in places:
             candidate = place / last
             if candidate.is_dir():
-                init = candidate / "__init__.py"
-                if init.is_file():
-                    return self._info(name, init, (candidate,))
+                for suffix in SUFFIXES:
+                    init = candidate / f"__init__{suffix}"
+                    if init.is_file():
+                        return self._info(name, init, (candidate,))
                 portions.append(candidate)
-            module = place / f"{last}.py"
-            if module.is_file():
-                return self._info(name, module, ())
+            for suffix in SUFFIXES:
+                module = place / f"{last}{suffix}"
+                if module.is_file():
+                    return self._info(name, module, ())
         if portions:
             return self._info(name, None, tuple(portions))
         return None
 
     def _info(self, name: str, file: Path | None, dirs: tuple[Path, ...]) -> ModuleInfo:
         anchor = file if file is not None else dirs[0]
-        root = next(r for r in self.roots if r in anchor.parents)
+        root = next(r for r in self.roots if anchor.is_relative_to(r) and anchor != r)
         return ModuleInfo(name, file, root, anchor.relative_to(root).as_posix(), dirs)
 
     def submodules(self, name: str, recursive: bool) -> list[str]:
         """Names of the modules directly below package `name` (all below when `recursive`)."""
-        info = self.find(name)
-        if info is None or not info.is_package:
-            return []
-        found: set[str] = set()
-        for place in info.dirs:
-            for child in place.iterdir():
-                stem = child.name[:-3] if child.name.endswith(".py") else child.name
-                if child.name in ("__init__.py", "__pycache__") or (child.is_file() and not child.name.endswith(".py")):
-                    continue
-                if self.find(f"{name}.{stem}") is not None:
-                    found.add(f"{name}.{stem}")
-        if recursive:
-            for sub in list(found):
-                found.update(self.submodules(sub, True))
+        todo, found = [name], set()
+        while todo:
+            info = self.find(todo.pop())
+            if info is None or not info.is_package:
+                continue
+            for place in info.dirs:
+                for child in sorted(place.iterdir()):
+                    stem = child.name if child.is_dir() else _module_name(child.name)
+                    if stem is None or stem in ("__init__", "__pycache__") or (child.is_dir() and not stem.isidentifier()):
+                        continue
+                    sub = f"{info.name}.{stem}"
+                    if sub not in found and self.find(sub) is not None:
+                        found.add(sub)
+                        if recursive:
+                            todo.append(sub)
         return sorted(found)

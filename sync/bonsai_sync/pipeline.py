@@ -1,4 +1,4 @@
-"""The named steps for one repository: config -> scan -> graph -> closure -> plan (cached)."""
+"""The named steps for one repository: config -> scan -> graph -> closure -> plan -> state (cached)."""
 
 from __future__ import annotations
 
@@ -10,37 +10,43 @@ from typing import TYPE_CHECKING
 from . import __version__
 from .cache import CACHE_DIR, Store
 from .config import Config, Surface, load
-from .digest import digest_tree
+from .digest import Digest, digest_file, digest_tree
 from .facts import Facts
 from .plan import Plan
 
 if TYPE_CHECKING:
-    import networkx as nx
-
+    from .closure import Closure
+    from .freshness import SurfaceState
     from .index import ModuleIndex
 
 
 class Workspace:
     """One repository: its config, the digest of its source roots, and its caches."""
 
-    def __init__(self, root: Path, use_cache: bool = True) -> None:
+    def __init__(self, root: Path, use_cache: bool = True, cache_root: Path | None = None) -> None:
         self.root = root.resolve()
         self.config: Config = load(self.root)
         self.roots = [(self.root / s).resolve() for s in self.config.source]
         self.digests = {str(root): digest_tree(str(root)) for root in self.roots}
-        self._digest: dict[Path, str] | None = None
+        self._digest: dict[Path, Digest] | None = None
         self._lock_texts: dict[str, str] = {}
-        folder = self.root / CACHE_DIR if use_cache else None
+        self._states: dict[str, SurfaceState] = {}
+        self.cache_folder = (cache_root or self.root) / CACHE_DIR
+        folder = self.cache_folder if use_cache else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
         self._index: ModuleIndex | None = None
 
     @property
-    def digest(self) -> dict[Path, str]:
-        """sha256 of every file below the source roots, by absolute path."""
+    def digest(self) -> dict[Path, Digest]:
+        """sha256 and executable bit of every file below the source roots, by absolute path."""
         if self._digest is None:
-            self._digest = {Path(root, rel): sha for root, files in self.digests.items() for rel, sha in files.items()}
+            self._digest = {Path(root, rel): d for root, files in self.digests.items() for rel, d in files.items()}
         return self._digest
+
+    def digest_of(self, path: Path) -> Digest:
+        """The digest of a file below a source root (read now if the tree walk skipped it)."""
+        return self.digest.get(path) or digest_file(str(path))
 
     @property
     def index(self) -> ModuleIndex:
@@ -54,20 +60,23 @@ class Workspace:
         """The named surfaces (all of them when none are named)."""
         return [self.config.surface(n) for n in names] if names else list(self.config.surfaces)
 
-    def facts_of(self, path: Path) -> Facts:
-        """The scan facts of one source file, from the cache when its content was seen before."""
+    def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
+        """The scan facts of one source file for Python `target`, from the cache when seen before."""
         from .scan import scan
+        from .scan.decode import decode
 
-        data = path.read_bytes()
-        key = self.digest.get(path) or hashlib.sha256(data).hexdigest()
+        digest = self.digest.get(path)
+        data = None if digest else path.read_bytes()
+        key = f"{digest.sha256 if digest else hashlib.sha256(data or b'').hexdigest()}:{target[0]}.{target[1]}"
         facts = self.facts_store.get(key)
         if facts is None:
-            facts = scan(data.decode("utf-8", errors="replace"))
+            text, problem = decode(path.read_bytes() if data is None else data)
+            facts = scan(text, target) if problem is None else Facts(problems=(problem,))
             self.facts_store.put(key, facts)
         return facts
 
-    def graph(self, surface: Surface, strict: bool = True) -> nx.DiGraph:
-        """The closure graph of `surface` (always built); errors raise ClosureError when `strict`."""
+    def closure(self, surface: Surface) -> Closure:
+        """The closure of `surface` (always built; its errors are in `.errors`)."""
         from .closure import closure
 
         # libcst trees are acyclic and freed by reference counting; the cyclic collector would
@@ -75,14 +84,15 @@ class Workspace:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return closure(self.config, surface, self.index, self.facts_of, strict)
+            return closure(self.config, surface, self.index, lambda path: self.facts_of(path, surface.python))
         finally:
             if collecting:
                 gc.enable()
             self.facts_store.save()
 
     def plan(self, surface: Surface) -> Plan:
-        """What `surface`'s dest must hold; reused from the cache while no source byte changed."""
+        """What `surface`'s dest must hold; reused from the cache while no source byte changed.
+        A closure error raises ClosureError naming every site."""
         key = self._plan_key(surface)
         cached = self.plan_store.get(surface.name)
         if cached is not None and cached[0] == key:
@@ -91,9 +101,9 @@ class Workspace:
         from .lock import render
         from .plan import make_plan
 
-        graph = self.graph(surface)
-        third_party = set(graph.graph.get("third_party", ()))
-        plan = make_plan(surface.name, surface.dest, self.root, graph, self.digest, third_party)
+        found = self.closure(surface)
+        found.raise_errors()
+        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of)
         self._lock_texts[surface.name] = render(plan)
         self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
@@ -107,9 +117,20 @@ class Workspace:
             self._lock_texts[plan.surface] = render(plan)
         return self._lock_texts[plan.surface]
 
+    def state(self, surface: Surface, refresh: bool = False) -> SurfaceState:
+        """The surface's dest compared with its plan, computed once per run (again after a write)."""
+        if refresh or surface.name not in self._states:
+            from .freshness import surface_state
+            from .swap import interrupted
+
+            plan = self.plan(surface)
+            dest = self.root / plan.dest
+            self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest))
+        return self._states[surface.name]
+
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())
         for root, files in self.digests.items():
-            listing = "".join(f"{rel}\0{files[rel]}\n" for rel in sorted(files))
+            listing = "".join(f"{rel}\0{files[rel].sha256}\0{files[rel].executable}\n" for rel in sorted(files))
             hasher.update(f"{root}\n{listing}".encode())
         return hasher.hexdigest()

@@ -1,14 +1,17 @@
-"""Turn a closure graph into a plan: every file the surface needs, at the same relative path."""
+"""Turn a closure into a plan: every file the surface needs, at the same relative path (pure:
+the digests come from the caller, nothing is read here)."""
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .digest import Digest
+
 if TYPE_CHECKING:
-    import networkx as nx
+    from .closure import Closure
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,11 @@ class PlannedFile:
     rel: str
     source: str
     sha256: str
+    # "module", "compiled", "resource", "stub", "metadata" or "license"
+    kind: str = "module"
+    # a compiled module's platform/ABI tag ("cpython-311-x86_64-linux-gnu", "abi3")
+    tag: str = ""
+    executable: bool = False
 
 
 @dataclass(frozen=True)
@@ -34,14 +42,19 @@ class Plan:
         return {f.rel: f for f in self.files}
 
 
-def make_plan(surface: str, dest: str, root: Path, graph: nx.DiGraph, digest: dict[Path, str], third_party: set[str]) -> Plan:
-    """Every node of `graph` that has a file, mirrored below `dest` (namespace packages have none)."""
+def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: Callable[[Path], Digest]) -> Plan:
+    """Every copied node of the closure graph, mirrored below `dest` (namespace packages have no file)."""
+    from .graph import COPIED
+    from .index import compiled_tag
+
     root = root.resolve()
     files = {}
-    for _, data in graph.nodes(data=True):
+    for _, data in closure.graph.nodes(data=True):
         path = data.get("path")
-        if path is None:
+        if path is None or data["kind"] not in COPIED:
             continue
-        sha = digest.get(path) or hashlib.sha256(path.read_bytes()).hexdigest()
-        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), sha)
-    return Plan(surface, dest, tuple(files[k] for k in sorted(files)), tuple(sorted(third_party)))
+        digest = digest_of(path)
+        kind = "module" if data["kind"] == "package" else data["kind"]
+        tag = compiled_tag(path.name) if kind == "compiled" else ""
+        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), digest.sha256, kind, tag, digest.executable)
+    return Plan(surface, dest, tuple(files[k] for k in sorted(files)), closure.third_party)

@@ -26,7 +26,9 @@ def shortest_chain(graph: nx.DiGraph, surface: Surface, target: str, root: Path)
     """`entry`, then one line per hop: `-> module  (file:line:col, kind)`."""
     node = _node_for(graph, target, root)
     best: list[str] | None = None
-    starts = [n for n, d in graph.nodes(data=True) if d.get("reasons")]
+    entries = [n for n, d in graph.nodes(data=True) if "entry" in d.get("reasons", ())]
+    others = [n for n, d in graph.nodes(data=True) if d.get("reasons") and "entry" not in d["reasons"]]
+    starts = entries if any(nx.has_path(graph, e, node) for e in entries) else others
     for start in starts:
         try:
             path = nx.shortest_path(graph, start, node)
@@ -40,8 +42,26 @@ def shortest_chain(graph: nx.DiGraph, surface: Surface, target: str, root: Path)
     for a, b in zip(best, best[1:], strict=False):
         edge = graph.edges[a, b]
         site = f"{edge['file']}:{edge['line']}:{edge['col']}" if edge.get("file") else "implied"
-        lines.append(f"  -> {b}  ({site}, {edge['kind']})")
+        extra = f", {edge['how']}" if edge.get("how") else ""
+        lines.append(f"  -> {b}  ({site}, {edge['kind']}{extra})")
+    note = _NOTES.get(graph.nodes[node]["kind"])
+    if note:
+        lines.append(f"{node}: {note}")
     return lines
+
+
+# What became of a node that is not simply copied, for the last line of `why`
+_NOTES = {
+    "excluded": "left out by this surface's `exclude` (not copied)",
+    "compiled (left out)": 'a compiled module, left out: this surface has compiled = "forbid"',
+    "compiled": "a compiled extension module, copied as is (its platform tag is in bonsai-sync.lock)",
+    "third-party": "third-party: imported from the environment, not copied",
+    "not allowed": "not first-party, stdlib or declared third-party: an error",
+    "missing": "not found in the source roots: an error",
+    "stub": "a typing stub or py.typed marker of a copied module",
+    "metadata": "its distribution's METADATA (importlib.metadata reads it)",
+    "license": "its distribution's license file",
+}
 
 
 def to_json(graph: nx.DiGraph, surface: Surface) -> str:

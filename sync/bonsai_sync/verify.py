@@ -8,9 +8,13 @@ import functools
 import importlib.machinery as machinery
 import os
 import sys
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from .errors import Diagnostic
+from .fsutil import walk_files
+from .verify_rules import imports_of
 
 _LOADERS = [
     (machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES),
@@ -18,13 +22,33 @@ _LOADERS = [
 ]
 
 
+@dataclass(frozen=True)
+class Rules:
+    """What the written tree may import without holding it."""
+
+    # top-level names the source roots provide (an import of one must resolve inside the tree)
+    first_party: set[str]
+    # declared third-party names (they win over a first-party package of the same name)
+    third_party: frozenset[str]
+    # `exclude` patterns: their modules may be imported optionally or inside a function only
+    exclude: tuple[str, ...] = ()
+    # compiled = "forbid": the tree must hold no extension module
+    forbid_compiled: bool = False
+    python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+
+    def excluded(self, name: str) -> bool:
+        parts = name.split(".")
+        return any(fnmatchcase(".".join(parts[:i]), p) for p in self.exclude for i in range(1, len(parts) + 1))
+
+
 def first_party_names(roots: list[Path]) -> set[str]:
     """Top-level names the source roots provide (packages, namespace dirs and modules)."""
     names = set()
     for root in roots:
         for entry in os.scandir(root):
-            stem = entry.name[:-3] if entry.name.endswith(".py") else entry.name
-            if stem.isidentifier() and stem != "__pycache__" and (entry.is_dir() or entry.name.endswith(".py")):
+            stem = entry.name.split(".")[0] if entry.is_file() else entry.name
+            is_module = entry.name.endswith(tuple(machinery.SOURCE_SUFFIXES + machinery.EXTENSION_SUFFIXES))
+            if stem.isidentifier() and stem != "__pycache__" and (entry.is_dir() or is_module):
                 names.add(stem)
     return names
 
@@ -32,47 +56,57 @@ def first_party_names(roots: list[Path]) -> set[str]:
 def find(paths: tuple[str, ...], name: str) -> str | None:
     """How `name` imports from `paths` alone, by CPython's FileFinder without caches:
     "regular" (a module or a package with __init__.py), "namespace", or None (it does not)."""
-    search: list[str] = list(paths)
-    kind = None
-    for i in range(name.count(".") + 1):
-        portions: list[str] = []
-        spec = None
-        for place in search:
-            spec = machinery.FileFinder(place, *_LOADERS).find_spec(".".join(name.split(".")[: i + 1]))
-            if spec is not None and spec.loader is not None:
-                break
-            if spec is not None:
-                portions.extend(spec.submodule_search_locations or [])
-            spec = None
-        if spec is None and not portions:
-            return None
-        kind = "regular" if spec is not None else "namespace"
-        search = list(spec.submodule_search_locations or []) if spec is not None else portions
-    return kind
+    return _locate(paths, name)[0]
 
 
-def verify_tree(tree: Path, shown_as: str, first_party: set[str], allowed: set[str], sources: list[Path]) -> list[Diagnostic]:
+@functools.cache
+def _locate(paths: tuple[str, ...], name: str) -> tuple[str | None, tuple[str, ...]]:
+    """(kind, where its submodules are searched) for `name`, one package level at a time."""
+    parent, _, last = name.rpartition(".")
+    if parent:
+        kind, search = _locate(paths, parent)
+        if kind is None:
+            return None, ()
+    else:
+        search = paths
+    portions: list[str] = []
+    for place in search:
+        spec = machinery.FileFinder(place, *_LOADERS).find_spec(name)
+        if spec is not None and spec.loader is not None:
+            return "regular", tuple(spec.submodule_search_locations or ())
+        if spec is not None:
+            portions.extend(spec.submodule_search_locations or [])
+    return ("namespace", tuple(portions)) if portions else (None, ())
+
+
+def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) -> list[Diagnostic]:
     """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it."""
     problems = []
-    allowed = allowed | set(sys.stdlib_module_names) | {"__future__"}
-    kind_in = functools.lru_cache(maxsize=None)(find)
+    allowed = set(sys.stdlib_module_names) | {"__future__"}
+    _locate.cache_clear()
+    kind_in = find
     tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
-    for path in sorted(tree.rglob("*.py")):
+    for path in walk_files(tree):
         rel = path.relative_to(tree)
         shown = f"{shown_as}/{rel.as_posix()}"
+        if rules.forbid_compiled and path.name.endswith(tuple(machinery.EXTENSION_SUFFIXES)):
+            problems.append(Diagnostic(shown, 1, 1, 'a compiled module, and this surface has compiled = "forbid"'))
+        if path.suffix != ".py":
+            continue
         data = path.read_bytes()
         try:
             module = ast.parse(data, filename=shown)
-        except SyntaxError as exc:
-            problems.append(Diagnostic(shown, exc.lineno or 1, exc.offset or 1, f"syntax error: {exc.msg}"))
+        except (SyntaxError, ValueError) as exc:
+            line, col = (exc.lineno or 1, exc.offset or 1) if isinstance(exc, SyntaxError) else (1, 1)
+            problems.append(Diagnostic(shown, line, col, f"syntax error: {getattr(exc, 'msg', exc)}"))
             continue
-        found = list(_imports(module.body, list(rel.parent.parts)))
-        if b"import_module" in data or b"__import__" in data:
-            found += [site for node in ast.walk(module) if isinstance(node, ast.Call) for site in _literal_call(node)]
-        for node, names in found:
+        for node, names, lazy in imports_of(module, list(rel.parent.parts), rules.python, data):
             for name in names:
-                if name.split(".")[0] not in first_party:
-                    ok = name.split(".")[0] in allowed
+                top = name.split(".")[0]
+                if rules.excluded(name):
+                    message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
+                elif top in rules.third_party or top not in rules.first_party:
+                    ok = top in rules.third_party or top in allowed
                     message = None if ok else f"imports {name!r}, a third-party name not allowed for this surface"
                 else:
                     message = _missing(name, lambda n: kind_in(tree_paths, n), lambda n: kind_in(source_paths, n))
@@ -93,46 +127,3 @@ def _missing(name: str, here_kind, there_kind) -> str | None:
         if here is None:
             return None  # `from pkg import name` where name is an attribute, not a module
     return None
-
-
-def _imports(body: list[ast.stmt], package: list[str]):
-    """(node, [absolute module names]) for runtime import statements, following statement
-    bodies only; skips `if TYPE_CHECKING:` bodies and `try/except ImportError` bodies."""
-    for node in body:
-        if isinstance(node, ast.Import):
-            yield node, [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node.module or "", node.level, package)
-            yield node, [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"]
-        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test).split("."):
-            yield from _imports(node.orelse, package)
-        elif isinstance(node, ast.Try | ast.TryStar):
-            if not any(_catches_import_error(h) for h in node.handlers):
-                yield from _imports(node.body, package)
-            for handler in node.handlers:
-                yield from _imports(handler.body, package)
-            yield from _imports(node.orelse + node.finalbody, package)
-        elif isinstance(node, ast.Match):
-            for case in node.cases:
-                yield from _imports(case.body, package)
-        else:
-            yield from _imports(getattr(node, "body", []), package)
-            yield from _imports(getattr(node, "orelse", []), package)
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    return handler.type is not None and any(n in ast.unparse(handler.type) for n in ("ImportError", "ModuleNotFoundError"))
-
-
-def _absolute(module: str, level: int, package: list[str]) -> str:
-    base = package[: len(package) - (level - 1)] if level else []
-    return ".".join(base + ([module] if module else []))
-
-
-def _literal_call(call: ast.Call):
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    if name in ("import_module", "__import__") and call.args and isinstance(call.args[0], ast.Constant):
-        value = call.args[0].value
-        if isinstance(value, str) and not value.startswith("."):
-            yield call, [value]

@@ -13,9 +13,9 @@ def _count_scans(monkeypatch) -> list[int]:
     calls = [0]
     real = bonsai_sync.scan.scan
 
-    def counting(text):
+    def counting(*args):
         calls[0] += 1
-        return real(text)
+        return real(*args)
 
     monkeypatch.setattr(bonsai_sync.scan, "scan", counting)
     return calls

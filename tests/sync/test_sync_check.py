@@ -5,20 +5,14 @@ from __future__ import annotations
 import json
 
 
-def _synced(scenario):
-    repo = scenario("closure")
-    assert repo.run("sync", "--surface", "leaf").exit_code == 0
-    return repo
-
-
-def test_fresh_surface_exits_0(scenario):
-    repo = _synced(scenario)
+def test_fresh_surface_exits_0(synced_leaf):
+    repo = synced_leaf
     result = repo.run("check", "--surface", "leaf")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "leaf: out/leaf: fresh\n", "")
 
 
-def test_each_kind_of_staleness_is_named(scenario):
-    repo = _synced(scenario)
+def test_each_kind_of_staleness_is_named(synced_leaf):
+    repo = synced_leaf
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     repo.write("out/leaf/app/util.py", "# edited in the surface\n")
     (repo.root / "out/leaf/app/deep/sibling.py").unlink()
@@ -36,8 +30,8 @@ def test_each_kind_of_staleness_is_named(scenario):
     assert repo.listing("out/leaf") == before  # check writes nothing
 
 
-def test_check_json_and_diff(scenario):
-    repo = _synced(scenario)
+def test_check_json_and_diff(synced_leaf):
+    repo = synced_leaf
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     body = json.loads(repo.run("check", "--format", "json").stdout)
     assert body["fresh"] is False
@@ -54,8 +48,8 @@ def test_check_json_and_diff(scenario):
     )
 
 
-def test_a_removed_import_makes_the_copy_extra_and_sync_removes_it(scenario):
-    repo = _synced(scenario)
+def test_a_removed_import_makes_the_copy_extra_and_sync_removes_it(synced_leaf):
+    repo = synced_leaf
     repo.write("src/app/deep/inner/leaf.py", '"""Leaf without imports."""\n')
     assert repo.run("check", "--surface", "leaf").stdout == (
         "out/leaf/app/deep/inner/leaf.py: changed upstream\n"
@@ -66,25 +60,25 @@ def test_a_removed_import_makes_the_copy_extra_and_sync_removes_it(scenario):
     assert repo.run("check", "--surface", "leaf").exit_code == 0
 
 
-def test_a_tampered_lock_is_stale(scenario):
-    repo = _synced(scenario)
+def test_a_tampered_lock_is_stale(synced_leaf):
+    repo = synced_leaf
     repo.write("out/leaf/bonsai-sync.lock", repo.read("out/leaf/bonsai-sync.lock").replace("0.1.0", "0.0.9"))
     result = repo.run("check", "--surface", "leaf")
     assert (result.exit_code, result.stdout) == (1, "out/leaf/bonsai-sync.lock: bonsai-sync.lock is out of date\n")
 
 
-def test_check_from_a_real_subprocess_exits_1(scenario):
-    repo = _synced(scenario)
+def test_check_from_a_real_subprocess_exits_1(synced_leaf):
+    repo = synced_leaf
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     proc = repo.run_process("check", "--surface", "leaf")
     assert (proc.returncode, proc.stdout) == (1, "out/leaf/app/helpers.py: changed upstream\n")
 
 
-def test_check_surface_interface_for_other_tools(scenario):
-    from bonsai_sync.check import check_surface
+def test_check_surface_interface_for_other_tools(synced_leaf):
     from bonsai_sync.config import load
+    from bonsai_sync.freshness import check_surface
 
-    repo = _synced(scenario)
+    repo = synced_leaf
     config = load(repo.root)
     assert check_surface(config, "leaf") == []
     repo.write("out/leaf/app/util.py", "# edited\n")

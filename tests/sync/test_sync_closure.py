@@ -94,7 +94,9 @@ def test_second_sync_is_unchanged_and_stale_files_are_removed(scenario):
 def test_dry_run_writes_nothing(scenario):
     repo = scenario("closure")
     result = repo.run("sync", "--dry-run", "--surface", "leaf")
-    assert result.output == f"leaf: out/leaf: would write {len(LEAF) - 1}, would remove 0, unchanged 0\n"
+    assert result.output == "".join(f"out/leaf/{rel}: would write (missing)\n" for rel in LEAF[:-1]) + (
+        f"leaf: out/leaf: would write {len(LEAF) - 1}, would remove 0, unchanged 0\n"
+    )
     assert not (repo.root / "out").exists()
 
 

@@ -14,11 +14,11 @@ UNRESOLVED = (
     "[tool.bonsai-sync.surfaces.app]; declare it there or fix the import\n"
 )
 HIDDEN = "declare its targets in this surface's `hidden-imports`"
+PLUGINS = "(its targets start with 'app.plugins.')"
 DYNAMIC = (
     f"src/app/main.py:10:5: cannot follow import_module() of a non-literal name; {HIDDEN}\n"
-    f"src/app/main.py:11:5: cannot follow import_module() of a non-literal name; {HIDDEN}\n"
-    f"src/app/main.py:12:5: cannot follow exec() of code the scanner cannot read; {HIDDEN}\n"
-    f"src/app/main.py:13:17: cannot follow pkgutil.iter_modules() plugin loop; {HIDDEN}\n"
+    f"src/app/main.py:11:5: cannot follow import_module() of a non-literal name {PLUGINS}; {HIDDEN}\n"
+    f"src/app/main.py:13:17: cannot follow pkgutil.iter_modules() plugin loop {PLUGINS}; {HIDDEN}\n"
     f"src/app/main.py:14:9: cannot follow __import__() of a non-literal name; {HIDDEN}\n"
 )
 RESOURCES = (
@@ -89,8 +89,8 @@ CONFIG_ERRORS = [
     (
         'entry = ["app.main"]',
         'entri = ["app.main"]',
-        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: data, dest, "
-        "entry, hidden-imports, third-party)",
+        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: compiled, data, "
+        "dest, entry, exclude, hidden-imports, python, stubs, third-party)",
     ),
     (
         'source = ["src", "lib"]',
@@ -164,7 +164,10 @@ def test_why_explains_a_forbidden_import_even_when_the_closure_fails(scenario):
     repo = scenario("unresolved")
     result = repo.run("why", "app", "requests")
     assert result.exit_code == 3
-    assert result.stdout == "app.main  (entry)\n  -> requests  (src/app/main.py:6:1, import)\n"
+    assert result.stdout == (
+        "app.main  (entry)\n  -> requests  (src/app/main.py:6:1, import)\n"
+        "requests: not first-party, stdlib or declared third-party: an error\n"
+    )
     assert result.stderr == UNRESOLVED
     graph = repo.run("graph", "app", "--format", "dot")
     assert '  "requests" [shape=octagon];\n' in graph.stdout and graph.exit_code == 3

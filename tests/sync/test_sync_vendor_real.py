@@ -45,14 +45,13 @@ def test_without_hints_every_non_literal_import_is_reported_at_its_line(repo):
     result = repo.run("sync")
     assert result.exit_code == 3
     sites = [re.match(r"(.+?):(\d+):(\d+): (.*)", line).groups() for line in result.stderr.splitlines()]
-    assert {path for path, *_ in sites} == {
+    assert {path for path, *_ in sites} == {  # styles' __import__ sits in try/except ImportError: optional
         "src/pygments/formatters/__init__.py",
         "src/pygments/lexers/__init__.py",
-        "src/pygments/styles/__init__.py",
     }
     for path, line, col, message in sites:
         code = repo.read(path).splitlines()[int(line) - 1][int(col) - 1 :]
-        assert code.startswith(("__import__(", "exec(")), (path, line, code)
+        assert code.startswith("__import__("), (path, line, code)
         assert message.startswith("cannot follow ")
     assert not (repo.root / "out").exists()
 

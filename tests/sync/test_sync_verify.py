@@ -70,7 +70,8 @@ def test_verify_import_reports_a_module_missing_from_the_copy(tmp_path):
     (tree / "app").mkdir(parents=True)
     (tree / "app/__init__.py").write_text("")
     (tree / "app/main.py").write_text("import importlib\nimportlib.import_module('app' + '.gone')\n")
-    failures = import_entries(tree, "out/vendor", ("app.main",), (), {"app"})
+    failures, warnings = import_entries(tree, "out/vendor", ("app.main",), (), {"app"})
+    assert warnings == []
     assert failures == [
         "out/vendor: importing 'app.main' failed: ModuleNotFoundError: No module named 'app.gone'"
     ]
@@ -80,8 +81,8 @@ def test_verify_import_reports_an_undeclared_third_party(tmp_path):
     tree = tmp_path / "vendor"
     tree.mkdir()
     (tree / "entry.py").write_text("import click\n")
-    assert import_entries(tree, "v", ("entry",), ("click",), set()) == []
-    failures = import_entries(tree, "v", ("entry",), (), set())
+    assert import_entries(tree, "v", ("entry",), ("click",), set()) == ([], [])
+    failures, _ = import_entries(tree, "v", ("entry",), (), set())
     assert failures == ["v: importing 'entry' failed: ModuleNotFoundError: No module named 'click'"]
     assert "click" in sys.modules  # the check ran in a subprocess, not here
 
@@ -95,7 +96,7 @@ def _tree(tmp_path, files: dict[str, str]):
 
 
 def test_verify_tree_applies_its_own_rules(tmp_path):
-    from bonsai_sync.verify import verify_tree
+    from bonsai_sync.verify import Rules, verify_tree
 
     source = _tree(tmp_path / "src", {"app/__init__.py": "", "app/gone.py": "", "app/main.py": ""})
     tree = _tree(
@@ -114,7 +115,7 @@ def test_verify_tree_applies_its_own_rules(tmp_path):
             ),
         },
     )
-    found = [str(d) for d in verify_tree(tree, "out", {"app"}, {"click"}, [source])]
+    found = [str(d) for d in verify_tree(tree, "out", Rules({"app"}, frozenset({"click"})), [source])]
     assert found == [
         "out/app/main.py:8:1: imports 'requests', a third-party name not allowed for this surface",
         "out/app/main.py:11:5: imports 'app.gone', which was not copied into the surface",

@@ -37,7 +37,7 @@ def _closure_dir(tmp: Path) -> Path:
 @pytest.fixture(scope="session")
 def pyodide_dir() -> Path:
     """The Pyodide core the bundle ships (fails in CI, skips elsewhere, when it is not fetched)."""
-    from bonsai_sync.build_extension import default_pyodide_dir
+    from bonsai_sync.bundle.extension import default_pyodide_dir
 
     path = default_pyodide_dir(REPO)
     if not (path / "pyodide.asm.wasm").is_file():
@@ -47,7 +47,7 @@ def pyodide_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def extension_zip(pyodide_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bonsai_sync.build_extension import build_extension
+    from bonsai_sync.bundle.extension import build_extension
 
     tmp = tmp_path_factory.mktemp("extension-build")
     return build_extension(REPO, tmp / "dist", closure_dir=_closure_dir(tmp))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from source_imports import imported_top_names  # tests/
 
-from bonsai_sync.build_extension import build_extension
+from bonsai_sync.bundle.extension import build_extension
 from bonsai_sync.errors import UsageError
 
 from .conftest import REPO, _closure_dir

@@ -29,7 +29,7 @@ def os_bundle(os_repo, tmp_path_factory):
     """The OS bundle built from the scenario repository (built once per session: ~20 s here)."""
     from surface_repo import config
 
-    from bonsai_sync.build import build_surface
+    from bonsai_sync.bundle import build_surface
 
     return build_surface(config(os_repo), "os", tmp_path_factory.mktemp("dist-1"))
 

@@ -18,12 +18,10 @@ import tomli_w
 
 REPO = Path(__file__).resolve().parents[3]
 SURFACES = ("os", "tenant")
-# The runtime modules surfaces/{os,tenant}/src import (bonsai_sync.build.check_app_imports enforces it).
+# The runtime modules surfaces/{os,tenant}/src import (bonsai_sync.bundle.deps.check_app_imports enforces it).
 APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.chat_template",
                "bonsai.tools", "bonsai.tools.parser", "bonsai.tools.events", "bonsai.tools.prompt", "bonsai.tools.loop", "bonsai.tools.engine_generate",
                "bonsai.tools.constrain", "bonsai.tools.trie"]
-# bonsai.tools loads its constrained-decoding modules lazily, by a computed name.
-APP_HIDDEN_IMPORTS = ["bonsai.tools.constrain", "bonsai.tools.trie"]
 _IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "*.egg-info", "build", "dist", ".cache")
 
 
@@ -34,9 +32,7 @@ def make_repo(root: Path) -> Path:
     for name in SURFACES:
         shutil.copytree(REPO / "surfaces" / name, root / "surfaces" / name, ignore=_IGNORE)
     table = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["bonsai-sync"]
-    table["surfaces"] = {name: {**table["surfaces"][name], "entry": APP_ENTRIES,
-                                "hidden-imports": sorted({*table["surfaces"][name].get("hidden-imports", []),
-                                                          *APP_HIDDEN_IMPORTS})} for name in SURFACES}
+    table["surfaces"] = {name: {**table["surfaces"][name], "entry": APP_ENTRIES} for name in SURFACES}
     (root / "pyproject.toml").write_text(tomli_w.dumps({"tool": {"bonsai-sync": table}}))
     sync(root)
     return root

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from surface_repo import config
 
-from bonsai_sync.build import BuildError, StaleSurfaceError, build_surface, check_app_imports
+from bonsai_sync.bundle import BuildError, StaleSurfaceError, build_surface, check_app_imports
 
 
 def run_bundle(bundle: Path, python: Path, workdir: Path, *args: str, timeout: float = 120):

@@ -73,7 +73,7 @@ def tenant_repo(tmp_path_factory):
 def tenant_wheel(tenant_repo, tmp_path_factory):
     from surface_repo import config
 
-    from bonsai_sync.build import build_surface
+    from bonsai_sync.bundle import build_surface
 
     return build_surface(config(tenant_repo), "tenant", tmp_path_factory.mktemp("dist-1"))
 

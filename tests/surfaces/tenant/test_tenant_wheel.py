@@ -15,7 +15,7 @@ import pytest
 from http_client import request, sse_events
 from surface_repo import config
 
-from bonsai_sync.build import build_surface
+from bonsai_sync.bundle import build_surface
 
 KEY = "sk-acme-test"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
@@ -154,7 +154,7 @@ def test_a_streamed_reply_from_the_default_model(tenant_venv, tmp_path):
 def test_the_identical_bytes_check_would_catch_a_build_date_that_leaks_in(tenant_repo, tenant_wheel, tmp_path,
                                                                           monkeypatch):
     """Mutation: move the fixed build date; the same comparison must now see different bytes."""
-    import bonsai_sync.build as build
+    import bonsai_sync.bundle.stage as build
 
     monkeypatch.setattr(build, "SOURCE_DATE_EPOCH", build.SOURCE_DATE_EPOCH + 86400 * 366)  # 1980 is a leap year
     mutated = build_surface(config(tenant_repo), "tenant", tmp_path)
@@ -167,7 +167,7 @@ def test_the_identical_bytes_check_would_catch_a_build_date_that_leaks_in(tenant
 def test_a_dependency_the_surface_imports_but_does_not_declare_stops_the_build(tenant_repo, tmp_path, dropped,
                                                                                imported):
     """Mutation: drop one declared requirement (runtime's jinja2, the app's starlette); the build names it."""
-    from bonsai_sync.build import BuildError
+    from bonsai_sync.bundle import BuildError
 
     repo = tmp_path / "repo"
     shutil.copytree(tenant_repo, repo)

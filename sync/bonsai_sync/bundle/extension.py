@@ -19,7 +19,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 ZIP_NAME = "bonsai-extension.zip"
 PAGE_FILES = ("manifest.json", "background.js", "page.html", "page.js", "page.css")

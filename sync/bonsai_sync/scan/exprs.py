@@ -11,7 +11,6 @@ IMPORT_MODULE = "importlib.import_module"
 FILES = ("importlib.resources.files", "importlib_resources.files")
 PATHS = ("pathlib.Path", "pathlib.PurePath")
 UNFOLLOWABLE = {
-    "exec": "exec() of code the scanner cannot read",
     "pkgutil.iter_modules": "pkgutil.iter_modules() plugin loop",
     "pkgutil.walk_packages": "pkgutil.walk_packages() plugin loop",
     "importlib.__import__": "importlib.__import__() of a name the scanner cannot read",
@@ -46,6 +45,23 @@ def literal(expr: Any) -> str | None:
     if isinstance(expr, cst.ConcatenatedString):
         left, right = literal(expr.left), literal(expr.right)
         return left + right if left is not None and right is not None else None
+    return None
+
+
+def literal_head(expr: Any) -> str | None:
+    """The literal start of a string built at run time: f"a.{x}", "a." + x, "a.%s" % x,
+    "a.{}".format(x) -> "a." (None when it starts with no literal text)."""
+    if isinstance(expr, cst.FormattedString):
+        first = expr.parts[0] if expr.parts else None
+        return first.value if isinstance(first, cst.FormattedStringText) and first.value else None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return literal(expr.left) or literal_head(expr.left)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        text = literal(expr.left)
+        return text.split("%")[0] or None if text else None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        text = literal(expr.func.value)
+        return text.split("{")[0] or None if text else None
     return None
 
 

@@ -1,0 +1,36 @@
+"""The OS bundle: one shiv zipapp over a site-packages holding the app, the synced copy and its deps."""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from pathlib import Path
+
+from ..errors import BuildError
+from .deps import check_third_party, requirement_closure
+from .stage import VENDOR_SKIP, publish, read_pyproject, run_tool, stage_distribution, stage_tree
+
+
+def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
+    """The OS zipapp: shiv over one site-packages holding the app, the synced copy and its deps."""
+    surface = root / "surfaces" / "os"
+    pyproject = surface / "pyproject.toml"
+    project = read_pyproject(pyproject)
+    meta, options = project.get("project", {}), project.get("tool", {}).get("bonsai-os", {})
+    entry = options.get("entry-point")
+    if not isinstance(entry, str):
+        raise BuildError(f"{pyproject}: tool.bonsai-os.entry-point: required (MODULE:FUNCTION)")
+    site = tmp / "site-packages"
+    stage_tree(vendor, site, VENDOR_SKIP)
+    stage_tree(surface / "src", site)
+    bundled = requirement_closure(list(meta.get("dependencies", [])), set(options.get("not-bundled", [])), pyproject)
+    check_third_party(third_party, bundled, pyproject, "bundled")
+    for d in bundled:
+        stage_distribution(d, site)
+    python = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    tag = f"{python}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
+    target = tmp / f"{meta.get('name', 'bonsai-os')}-{meta.get('version', '0')}-{tag}.pyz"
+    run_tool([sys.executable, "-m", "shiv", "--site-packages", str(site), "--entry-point", entry,
+          "--output-file", str(target), "--python", "/usr/bin/env python3", "--reproducible"],
+         "building the OS bundle with shiv")
+    return publish(target, dist)

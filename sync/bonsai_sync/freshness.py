@@ -1,0 +1,101 @@
+"""Compare a plan with a surface on disk, once: per file what `sync` would do (write, remove,
+refuse) and why, which is also what `check` reports and what `build` gates on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .digest import Digest, digest_tree
+from .lock import LOCK_NAME, read
+from .plan import Plan
+
+CHANGED = "changed upstream"
+EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"
+MISSING = "missing"
+EXTRA = "extra (not needed by the closure)"
+MODE = "executable bit differs from the source"
+LOCK = "bonsai-sync.lock is out of date"
+INTERRUPTED = "an interrupted sync left the surface half swapped; `bonsai-sync sync` finishes or rolls it back"
+
+
+@dataclass(frozen=True)
+class Stale:
+    """One file of a surface that is not what `sync` would write, why, and what sync would do."""
+
+    path: str
+    reason: str
+    # the repo-relative source, when the file comes from one
+    source: str | None = None
+    # "write", "remove" or "refuse" (a hand edit sync keeps unless --force)
+    action: str = "write"
+
+
+@dataclass(frozen=True)
+class SurfaceState:
+    """A surface's dest against its plan: the stale files and the lock's text `sync` would write."""
+
+    plan: Plan
+    lock_text: str
+    stale: tuple[Stale, ...]
+    unchanged: int
+
+    @property
+    def fresh(self) -> bool:
+        return not self.stale
+
+    def count(self, action: str) -> int:
+        return sum(1 for s in self.stale if s.action == action and not s.path.endswith("/" + LOCK_NAME))
+
+    @property
+    def refused(self) -> tuple[Stale, ...]:
+        return tuple(s for s in self.stale if s.action == "refuse")
+
+
+def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = False) -> SurfaceState:
+    """Every difference between `plan` and `root/plan.dest`, sorted by path. The lock is only read
+    when a file differs, to tell a hand edit (refused) from an upstream change (written)."""
+    dest = root / plan.dest
+    disk = digest_tree(str(dest), frozenset({LOCK_NAME}))
+    wanted = {f.rel: Digest(f.sha256, f.executable) for f in plan.files}
+    locked = (read(dest) or {}) if disk != wanted else {}
+    found = [Stale(plan.dest, INTERRUPTED)] if interrupted else []
+    unchanged = 0
+    for planned in plan.files:
+        shown = f"{plan.dest}/{planned.rel}"
+        have = disk.get(planned.rel)
+        if have is None:
+            found.append(Stale(shown, MISSING, planned.source))
+        elif have.sha256 != planned.sha256:
+            hand = planned.rel in locked and locked[planned.rel].sha256 != have.sha256
+            found.append(Stale(shown, EDITED if hand else CHANGED, planned.source, "refuse" if hand else "write"))
+        elif have.executable != planned.executable:
+            found.append(Stale(shown, MODE, planned.source))
+        else:
+            unchanged += 1
+    for rel in sorted(disk.keys() - wanted.keys()):
+        hand = rel in locked and locked[rel].sha256 != disk[rel].sha256
+        found.append(Stale(f"{plan.dest}/{rel}", EDITED if hand else EXTRA, None, "refuse" if hand else "remove"))
+    lock_path = dest / LOCK_NAME
+    if not found and (not lock_path.is_file() or lock_path.read_text(encoding="utf-8") != lock_text):
+        found.append(Stale(f"{plan.dest}/{LOCK_NAME}", LOCK))
+    return SurfaceState(plan, lock_text, tuple(sorted(found, key=lambda s: s.path)), unchanged)
+
+
+def diff(root: Path, item: Stale) -> str:
+    """A unified diff from the surface's file to what `sync` would write."""
+    import difflib
+
+    have_path = root / item.path
+    have = have_path.read_text(encoding="utf-8", errors="replace").splitlines(True) if have_path.is_file() else []
+    want_path = root / item.source if item.source else None
+    want = want_path.read_text(encoding="utf-8", errors="replace").splitlines(True) if want_path else []
+    return "".join(difflib.unified_diff(have, want, f"a/{item.path}", f"b/{item.path}"))
+
+
+def check_surface(config, name: str) -> list[str]:
+    """`path: reason` for each stale file of surface `name` ([] when fresh); for other tools."""
+    from .pipeline import Workspace
+
+    workspace = Workspace(config.root)
+    return [f"{s.path}: {s.reason}" for s in workspace.state(workspace.config.surface(name)).stale]

@@ -1,0 +1,50 @@
+"""File-tree helpers that never recurse (package trees can be deeper than Python's recursion limit)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def walk_files(top: Path, skip_dirs: frozenset[str] = frozenset({"__pycache__"})) -> Iterator[Path]:
+    """Every regular file below `top`, in sorted order per folder, depth first, without recursion."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        files = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in skip_dirs:
+                    stack.append(Path(entry.path))
+            elif entry.is_file():
+                files.append(Path(entry.path))
+        yield from reversed(files)
+
+
+def remove_tree(top: Path) -> None:
+    """Delete `top` and everything below it (links are removed, never followed); a missing `top` is fine."""
+    try:
+        mode = os.lstat(top).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        os.unlink(top)
+        return
+    stack = [(top, False)]
+    while stack:
+        folder, emptied = stack.pop()
+        if emptied:
+            os.rmdir(folder)
+            continue
+        stack.append((folder, True))
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((Path(entry.path), False))
+            else:
+                os.unlink(entry.path)
