@@ -15,3 +15,7 @@ class DeviceLostError(BonsaiError):
 
 class ShaderError(BonsaiError):
     """A WGSL kernel could not be loaded, templated or compiled; names the shader."""
+
+
+class GpuLimitError(BonsaiError):
+    """Work would exceed a limit the adapter reports (binding size, buffer size, workgroups); names it."""

@@ -11,7 +11,7 @@ from typing import Any
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
-from .model import GpuModel
+from .model import GpuModel, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
@@ -47,7 +47,8 @@ class Engine:
         self.cache_factory = cache_factory
         self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
-        self.batch, self.progress = batch, progress
+        self.requested_batch = self.batch = batch
+        self.progress = progress
         self.pos = 0
         self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds
         self.recoveries: list[float] = []
@@ -77,6 +78,8 @@ class Engine:
         else:
             cache.restore(gpu)
         self.cache = cache
+        # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
+        self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
         self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
 
     # ---- recovery ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from array import array
 from typing import Any
 
 from ..config import ModelConfig
+from ..errors import GpuLimitError
 from ..ops import argmax, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
@@ -28,6 +29,15 @@ class Activations:
         self.act = gpu.buffer(batch * cfg.ffn_dim * f)          # (batch, ffn_dim)
         self.logits = gpu.buffer(batch * cfg.vocab_size * f)    # (batch, vocab)
         self.token = gpu.buffer(16)                             # (1,) u32 argmax of the last row
+
+
+def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
+    """`batch`, lowered until the widest activation buffer (logits: batch x vocab f32) fits one binding."""
+    row = 4 * max(cfg.vocab_size, cfg.ffn_dim, cfg.q_dim, cfg.dim)
+    if row > max_binding_bytes:
+        raise GpuLimitError(f"one token's activations ({row} bytes for a vocabulary of {cfg.vocab_size}) are above "
+                            f"this adapter's maxStorageBufferBindingSize ({max_binding_bytes} bytes)")
+    return max(1, min(batch, max_binding_bytes // row))
 
 
 class Params:
@@ -117,7 +127,7 @@ class GpuModel:
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
             rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
-                          qk_norm=c.qk_norm)
+                          qk_norm=c.qk_norm, head_dim=c.head_dim)
             self.cache.append(layer, a.k, a.v, pos, t)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import BonsaiError
+from .limits import Limits
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class GpuBackend(Protocol):
     """What the runtime above `bonsai.gpu` may call; buffers and kernels are opaque handles."""
 
     dispatch_count: int
+    limits: Limits
 
     @property
     def description(self) -> str: ...

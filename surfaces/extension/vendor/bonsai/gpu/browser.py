@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
 from . import shaders
 from .backend import GpuValidationError, Kernel, KernelCache, round_up
+from .limits import browser_limits
 
 # Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
 _WANTED_LIMITS = (
@@ -27,6 +28,7 @@ _WANTED_LIMITS = (
     "maxComputeWorkgroupStorageSize",
     "maxComputeInvocationsPerWorkgroup",
     "maxComputeWorkgroupSizeX",
+    "maxComputeWorkgroupsPerDimension",
 )
 
 
@@ -56,6 +58,7 @@ class BrowserGpu:
         self._errors: list[str] = []
         self.lost: str | None = None
         self.dispatch_count = 0
+        self.limits = browser_limits(device.limits)
         # JS keeps these callbacks; the proxies live as long as this object.
         self._on_lost_proxy = self._create_proxy(self._on_lost)
         device.lost.then(self._on_lost_proxy)
@@ -94,13 +97,14 @@ class BrowserGpu:
 
     @property
     def max_binding_bytes(self) -> int:
-        return int(self.device.limits.maxStorageBufferBindingSize)
+        return self.limits.max_binding_bytes
 
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
         U = self._js.GPUBufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
+        self.limits.check_buffer(nbytes)
         return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 4)), "usage": usage}))
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
@@ -178,9 +182,12 @@ class BrowserGpu:
         """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
         if isinstance(groups, int):
             groups = (groups,)
+        if max(groups) > self.limits.max_groups:
+            self.limits.check_groups(kernel.name, groups)
         key = (id(kernel.pipeline), *map(id, buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
+            self.limits.check_bindings(kernel.name, (int(b.size) for b in buffers))
             entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)]
             bind_group = self.device.createBindGroup(
                 self._obj({"label": kernel.name, "layout": kernel.pipeline.getBindGroupLayout(0), "entries": entries})

@@ -1,7 +1,7 @@
 // Fold one window of cached positions into the online-softmax state of every (query token, head):
 // the serial variant, one invocation per (token, head) looping over head_dim. Chosen on CPU
-// adapters (lavapipe), where workgroup barriers are expensive; attention.wgsl is the wide variant.
-// Same params, window descriptor and state layout as attention.wgsl.
+// adapters (lavapipe), where workgroup barriers are expensive; attention_blocks.wgsl is the GPU one.
+// A dispatch folds at most `Attention.max_span` positions (lavapipe's loop budget, attention.py).
 //
 // INVARIANT (the reason windowed attention is bit-identical to whole-cache attention):
 //   state[(t, h)] = (m, l, acc[HD]) holds the fold of positions 0..P-1, one position at a time in

@@ -108,16 +108,24 @@ class KVCache:
         self._hres = [bytearray(self.G * self._res_row) for _ in range(n_layers)]
         self._hres_v = [bytearray(self.G * self._res_row) for _ in range(n_layers)]
         self._hres_start = [0] * n_layers
-        self.staging_positions = staging_positions
+        self.requested_staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
         self._stage_pos_words = n_kv_heads * (self.rks + self.rvs)
-        self._staging_words = staging_positions * n_layers * self._stage_pos_words
-        self._staging_flags = staging_positions * n_layers * 2 * n_kv_heads
         self._bind(gpu)
 
     # ---- GPU side -------------------------------------------------------------------------
     def _bind(self, gpu: Any) -> None:
         """(Re)create every GPU object on `gpu`; the host master is untouched."""
+        limit = gpu.max_binding_bytes
+        if self.slot_bytes > limit:
+            raise KVError(f"a window of {self.window} positions takes {self.slot_bytes} bytes per layer, above this "
+                          f"adapter's maxStorageBufferBindingSize ({limit} bytes); lower the window to at most "
+                          f"{limit // (self.pos_words * 4)} positions")
+        # rows appended between host syncs, all layers: as many positions as the request, or as fit one binding
+        per_position = self.n_layers * (self._stage_pos_words + 2 * self.n_kv) * 4
+        self.staging_positions = max(1, min(self.requested_staging_positions, (limit - ALSO_BYTES) // per_position))
+        self._staging_words = self.staging_positions * self.n_layers * self._stage_pos_words
+        self._staging_flags = self.staging_positions * self.n_layers * 2 * self.n_kv
         self.gpu = gpu
         self._params = ParamCache(gpu)
         self._step = StepParams(gpu)  # per-step words (positions) in buffers that keep their bind groups
@@ -281,7 +289,7 @@ class KVCache:
         if not all((layer, win) in self._resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         att = self._attention(n_heads)
-        return win, tuple(att.fold_shape(w) for w in self._windows(0, pos + n)[1])
+        return win, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
@@ -374,14 +382,17 @@ class KVCache:
         if self._state is None or self._state.size < need:
             self._state = self.gpu.buffer(need)
         q_end, wins = self._windows(layer, kv_len)
-        for i, desc in enumerate(wins):  # parameter buffers first, so recording is not split
+        for i, desc in enumerate(att.pieces(wins, n_q)):  # parameter buffers first, so recording is not split
             att.window_params(desc, i == 0, i)
         att.call_params(pos_base, n_q)
         q = att.begin(q_buf, pos_base, n_q)
-        for i, desc in enumerate(wins):
+        i = 0
+        for desc in wins:
             w = desc.start // self.window
             win = self._window(layer, w, self._slot(layer, w), q_end, residual=desc.residual)
-            att.fold_window(q, self._state, pos_base, n_q, win, i == 0, i)
+            for piece in att.pieces([win], n_q):
+                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i)
+                i += 1
         att.finish(self._state, out_buf, pos_base, n_q)
 
     def _windows(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
@@ -406,7 +417,7 @@ class KVCache:
         self._scatter.dst_words(row * self.k_words, self.window * self.k_words + row * self.v_words)
         att = self._attention(n_heads)
         _, wins = self._windows(0, pos + n)
-        for i, desc in enumerate(wins):
+        for i, desc in enumerate(att.pieces(wins, n)):
             att.window_params(desc, i == 0, i)
         att.call_params(pos, n)
 

@@ -1,4 +1,4 @@
-// Shared by attention.wgsl and attention_blocks.wgsl (//#include): scores and the one-position-at-a-
+// Used by attention_blocks.wgsl (//#include): scores and the one-position-at-a-
 // time fold. Expects `p`, `w`, `kc`, `vc`, workgroup arrays `qs` (the query), `sc` (HD scores) and `vs`
 // (their V rows' scales), kv_format.wgsl, kv_k_elem.wgsl and kv_v_elem.wgsl; one workgroup of HD
 // invocations.

@@ -14,10 +14,10 @@ def params(n_heads: int, head_dim: int, n_rot: int, pos_base: int, base: float, 
 
 
 def dispatch(gpu: Any, q: Any, k: Any, norm_w: Any, prm: Any, n_heads: int, t: int, *, neox: bool,
-             qk_norm: bool) -> None:
-    """Record RoPE in place on the Q and K heads (`n_heads` in all) of `t` tokens.
+             qk_norm: bool, head_dim: int) -> None:
+    """Record RoPE in place on the Q and K heads (`n_heads` in all) of `t` tokens of `head_dim` (as in `prm`).
 
     `norm_w` is [q_norm | k_norm] (2 * head_dim f32) when qk_norm, else any buffer.
     """
-    kern = gpu.kernel("bonsai.ops", "rope.wgsl", WG=WG, NEOX=neox, QK_NORM=qk_norm)
+    kern = gpu.kernel("bonsai.ops", "rope.wgsl", WG=WG, NEOX=neox, QK_NORM=qk_norm, HEAD_DIM=head_dim)
     gpu.dispatch(kern, [q, k, norm_w, prm], (n_heads, t))

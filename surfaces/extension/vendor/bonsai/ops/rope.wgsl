@@ -6,6 +6,7 @@
 const WG: u32 = {{WG}}u;
 const NEOX: bool = {{NEOX}};
 const QK_NORM: bool = {{QK_NORM}};
+const HEAD_DIM: u32 = {{HEAD_DIM}}u;  // p[1]: the workgroup's copy of one head holds exactly this many
 
 // params (u32): n_heads (Q + K), head_dim, n_rot, 0, 0, pos_base, base (f32 bits), n_q, eps (f32 bits)
 @group(0) @binding(0) var<storage, read_write> q: array<f32>;
@@ -13,7 +14,7 @@ const QK_NORM: bool = {{QK_NORM}};
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read> p: array<u32>;
 
-var<workgroup> vals: array<f32, 512>;
+var<workgroup> vals: array<f32, HEAD_DIM>;
 var<workgroup> part: array<f32, WG>;
 
 @compute @workgroup_size(WG)

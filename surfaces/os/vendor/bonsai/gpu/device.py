@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import GpuUnavailableError, ShaderError
 from . import shaders
 from .backend import Kernel, KernelCache, round_up
+from .limits import native_limits
 
 __all__ = ["Gpu", "HostPage", "Kernel"]
 
@@ -55,6 +56,7 @@ class Gpu:
         self._encoder: Any = None
         self._pass: Any = None
         self.dispatch_count = 0
+        self.limits = native_limits(device.limits)
         self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
         self._tape_clean = True  # no write, read or copy happened while taping
         # made before any host page, so a page never leaves it without room in mappable memory
@@ -82,7 +84,7 @@ class Gpu:
         limits = adapter.limits
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
                   "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
-                  "max-compute-workgroup-size-x")
+                  "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
         # host pages (`host_page`) are MAP_READ buffers the GPU copies from: a native wgpu feature
         features = [HOST_PAGE_FEATURE] if HOST_PAGE_FEATURE in adapter.features else []
         logging.getLogger("wgpu").addFilter(_quiet_host_page_feature)
@@ -97,13 +99,14 @@ class Gpu:
 
     @property
     def max_binding_bytes(self) -> int:
-        return int(self.device.limits["max-storage-buffer-binding-size"])
+        return self.limits.max_binding_bytes
 
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
         U = self._wgpu.BufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
+        self.limits.check_buffer(nbytes)
         return self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=usage)
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
@@ -288,9 +291,12 @@ class Gpu:
         """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
         if isinstance(groups, int):
             groups = (groups,)
+        if max(groups) > self.limits.max_groups:
+            self.limits.check_groups(kernel.name, groups)
         key = (id(kernel.pipeline), *map(id, buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
+            self.limits.check_bindings(kernel.name, (b.size for b in buffers))
             bind_group = self.device.create_bind_group(
                 layout=kernel.pipeline.get_bind_group_layout(0),
                 entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)],

@@ -2,15 +2,18 @@
 
 `Attention.record` folds a list of windows, in increasing position order, into a state buffer
 and then writes `acc / l` to the output. The invariant that makes any windowing bit-identical to
-one whole-cache window is written in `attention.wgsl`, where the state is kept.
+one whole-cache window is written in `attention_serial.wgsl` (and, for the blocks variant, in
+`attention_blocks.wgsl`), where the state is kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import KVError
 from .modes import Mode, get_mode
 from .params import ParamCache
 from .rowformats import FORMATS, GROUP
@@ -33,26 +36,33 @@ class Mutations:
 
 NO_MUTATIONS = Mutations()
 
-# Two kernels of one family (same parameters, window descriptors and state layout): "wide" gives
-# each (token, head) a workgroup of head_dim invocations, "serial" one invocation. Both keep the
+# Two kernels of one family (same parameters, window descriptors and state layout), both keeping the
 # invariant; the tests run both.
-# "split": scores.wgsl computes every score of a window at once (one invocation per position), then
-# attention_split.wgsl folds them serially (two dispatches per window; no K load on the serial path).
+# "serial": one invocation per (token, head) folds the window's positions (attention_serial.wgsl).
 # "blocks": attention_blocks.wgsl folds every BLOCK-position block of a window in parallel (one
 # workgroup per block and (token, head)), then merge_blocks.wgsl merges them in block order; blocks
 # are aligned to absolute positions and an open block's fold is carried in the state, so the
 # invariant holds for any windowing (see attention_blocks.wgsl). Two dispatches per window.
-VARIANTS = {"wide": "attention.wgsl", "serial": "attention_serial.wgsl", "split": "attention_split.wgsl",
-            "blocks": "attention_blocks.wgsl"}
+VARIANTS = {"serial": "attention_serial.wgsl", "blocks": "attention_blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
+MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's maxComputeWorkgroupsPerDimension)
+# Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
+# least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
+# silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
+# limit reports it. A fold dispatch that ran longer computed wrong attention past ~500 positions there.
+# So one dispatch folds at most `Attention.max_span` positions, and longer windows are cut into pieces.
+LOOP_BUDGET = 65535
 
 
-def default_variant(gpu: Any) -> str:
+def default_variant(gpu: Any, head_dim: int = 64) -> str:
     """"serial" on CPU adapters (lavapipe: barriers are slow there), else "blocks" (bench/NOTES.md:
-    on the H200 it decodes ~2x faster than "wide" with the same window at 1K context, and attends
-    ~17x faster at 32K)."""
+    on the H200 it decoded ~2x faster than the earlier one-workgroup-per-(token, head) kernel with the
+    same window at 1K context, and attended ~17x faster at 32K). "serial" too where a workgroup of
+    head_dim invocations (the blocks kernels') is above the adapter's limit."""
     info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
-    return "serial" if "cpu" in str(info.get("adapter_type", "")).lower() else "blocks"
+    if "cpu" in str(info.get("adapter_type", "")).lower() or head_dim > gpu.limits.max_invocations:
+        return "serial"
+    return "blocks"
 
 
 @dataclass(frozen=True)
@@ -94,19 +104,18 @@ class Attention:
         # step: call and window parameters in buffers rewritten per call (bind groups reused across
         # decode steps); None: one immutable buffer per distinct content (ParamCache)
         self.step = step
-        self.variant = default_variant(gpu) if variant == "auto" else variant
+        self.variant = default_variant(gpu, head_dim) if variant == "auto" else variant
         self.block = BLOCK  # read at construction, so a test can shrink it
         self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
+        if self.variant == "blocks" and head_dim > gpu.limits.max_invocations:
+            raise KVError(f"blocks attention runs head_dim ({head_dim}) invocations per workgroup, above this "
+                          f"adapter's maxComputeInvocationsPerWorkgroup ({gpu.limits.max_invocations}); use 'serial'")
         self.fold = self._fold_kernel(m.kf, m.vf)
         # grouped K: the newest partial group is folded from f32 K rows (and f32 V rows when V has a
         # residual too): same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
-        self._scores: Any = None  # split variant: the score buffer [n_q * n_heads, window span] f32
-        if self.variant == "split":
-            self.score = self._fold_kernel(m.kf, m.vf, "scores.wgsl")
-            self.score_residual = self._fold_kernel(FORMATS["f32"], m.v_store, "scores.wgsl") if m.grouped else self.score
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, 2 + hd] f32
@@ -132,12 +141,47 @@ class Attention:
 
     def fold_shape(self, win: Window) -> int:
         """What of window `win` sizes its fold dispatches (beyond n_q): blocks -> the blocks it touches,
-        split -> its span, wide/serial -> nothing (0)."""
+        serial -> nothing (0)."""
         if self.variant == "blocks":
             return -(-win.end // self.block) - win.start // self.block
-        if self.variant == "split":
-            return win.end - win.start
         return 0
+
+    def max_span(self, n_q: int) -> int:
+        """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
+
+        serial: an invocation loops 2 * head_dim + 2 times per position (the dot product with K, the
+        update of acc), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
+        the merge loops once per block of the dispatch, the blocks of a dispatch are one workgroup
+        dimension (<= MAX_GROUPS), and the block folds (`_part`) must fit one storage binding.
+        """
+        if self.variant == "serial":
+            per_position, fixed = 2 * self.head_dim + 4, 4 * self.head_dim + 64
+            return max(1, (LOOP_BUDGET - fixed) // per_position)
+        part_row = n_q * self.n_heads * (self.head_dim + 2) * 4  # bytes of one block's folds
+        blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
+        if blocks < 1:
+            raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
+                          f"({part_row} bytes) exceed this adapter's maxStorageBufferBindingSize "
+                          f"({self.gpu.max_binding_bytes} bytes); use fewer tokens per step")
+        return blocks * self.block
+
+    def pieces(self, windows: list[Window], n_q: int) -> list[Window]:
+        """`windows` cut at the multiples of `max_span(n_q)` inside them (absolute positions).
+
+        The state carries the fold from one dispatch to the next, so folding the pieces one after the
+        other gives the same bits as one dispatch over the window (the invariant). Cutting at absolute
+        multiples keeps a blocks-variant piece within span / BLOCK blocks.
+        """
+        span = self.max_span(n_q)
+        out = []
+        for w in windows:
+            cuts = range(w.start - w.start % span + span, w.end, span)
+            if not cuts:
+                out.append(w)
+                continue
+            edges = [w.start, *cuts, w.end]
+            out += [dataclasses.replace(w, start=a, end=b) for a, b in zip(edges, edges[1:], strict=False)]
+        return out
 
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""
@@ -172,36 +216,26 @@ class Attention:
 
     def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
                     index: int | None = None) -> None:
-        """Fold the positions of `win` into `state` (windows must come in increasing order)."""
+        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order."""
+        span = self.max_span(n_q)
+        if win.end - win.start > span or (win.end - 1) // span != win.start // span:
+            raise KVError(f"attention: a fold of positions [{win.end}, {win.start}) crosses a multiple of the "
+                          f"{span} one dispatch may cover; cut windows with `pieces`")
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
         n = n_q * self.n_heads
-        if self.variant == "serial":  # one invocation per (token, head)
-            groups: tuple[int, ...] = (_groups(n),)
-        else:  # one workgroup per (token, head), folded to 2D past 65535
-            groups = (min(n, 65535), -(-n // 65535))
         fold = self.fold_residual if win.residual else self.fold
-        if self.variant == "blocks":
-            blocks = self.fold_shape(win)
-            if n > 65535 or blocks > 65535:
-                raise ValueError(f"blocks attention: n_q * n_heads = {n} or {blocks} blocks above 65535")
-            need = n * blocks * (self.head_dim + 2) * 4
-            if self._part is None or self._part.size < need:
-                self._part = self.gpu.buffer(need)
-            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
-            self.gpu.dispatch(self.merge, [params, wp, state, self._part], groups)
+        if self.variant == "serial":  # one invocation per (token, head)
+            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], (_groups(n),))
             return
-        if self.variant == "split":
-            span = max(1, win.end - win.start)
-            if n > 65535:
-                raise ValueError(f"split attention: n_q * n_heads = {n} is above 65535 (use variant 'wide')")
-            need = n * span * 4
-            if self._scores is None or self._scores.size < need:
-                self._scores = self.gpu.buffer(need)
-            score = self.score_residual if win.residual else self.score
-            self.gpu.dispatch(score, [params, wp, q, win.k, self._scores], (-(-span // 64), n))
-            self.gpu.dispatch(fold, [params, wp, self._scores, win.v, state], groups)
-            return
-        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], groups)
+        if n > MAX_GROUPS:
+            raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
+                          f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
+        blocks = self.fold_shape(win)
+        need = n * blocks * (self.head_dim + 2) * 4
+        if self._part is None or self._part.size < need:
+            self._part = self.gpu.buffer(need)
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
+        self.gpu.dispatch(self.merge, [params, wp, state, self._part], (min(n, MAX_GROUPS), -(-n // MAX_GROUPS)))
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""
@@ -210,7 +244,8 @@ class Attention:
 
     def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
                windows: list[Window]) -> None:
-        """Record the whole call: fold every window in order, then finalize."""
+        """Record the whole call: fold every window in order (cut into `pieces`), then finalize."""
+        windows = self.pieces(windows, n_q)
         for i, win in enumerate(windows):  # create parameter buffers before recording dispatches
             self.window_params(win, i == 0, i)
         q = self.begin(q_buf, pos_base, n_q)

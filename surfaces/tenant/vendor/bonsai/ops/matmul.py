@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..errors import GpuLimitError
 from .qtypes import QType
 
 WG = 64
@@ -45,6 +46,10 @@ class QMatrix:
 def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str = "") -> QMatrix:
     """Upload raw GGML rows (bytes-like, rows * row_bytes) with one word of padding for `word_at`."""
     view = memoryview(raw).cast("B")
+    if view.nbytes + 8 > gpu.max_binding_bytes:
+        raise GpuLimitError(f"tensor {name or '?'} ({rows} x {cols} {q.name}): {view.nbytes} bytes, above this "
+                            f"adapter's maxStorageBufferBindingSize ({gpu.max_binding_bytes} bytes); one kernel "
+                            "binding must hold the whole matrix")
     buf = gpu.buffer(view.nbytes + 8)
     gpu.write(buf, view)
     return QMatrix(buf, q, rows, cols, name)
