@@ -94,6 +94,11 @@ class BrowserGpu(Recorder):
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
@@ -124,6 +129,22 @@ class BrowserGpu(Recorder):
         finally:
             js_view.release()
             proxy.destroy()
+
+    def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """`write` (the page's queue takes large blocks as they are)."""
+        self.write(buf, data, offset)
+
+    # ---- host pages: none in the browser (WebGPU buffers cannot be mapped and copied from at once)
+    has_host_pages = False
+
+    def host_page(self, nbytes: int) -> Any:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def fill_page(self, page: Any, data: Any, offset: int = 0) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def stream(self, page: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""

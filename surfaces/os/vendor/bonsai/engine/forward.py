@@ -8,7 +8,9 @@ from typing import Any
 
 from ..config import ModelConfig
 from ..errors import GpuLimitError
+from ..gpu.backend import GpuBackend
 from ..gpu.params import ParamCache
+from ..kv.api import KVCacheAPI
 from ..ops import argmax, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
@@ -44,7 +46,7 @@ def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
 class GpuModel:
     """Weights + activations + the kernels' params; `record(...)` lays down one forward pass."""
 
-    def __init__(self, gpu: Any, cfg: ModelConfig, weights: Weights, cache: Any, batch: int = 32) -> None:
+    def __init__(self, gpu: GpuBackend, cfg: ModelConfig, weights: Weights, cache: KVCacheAPI, batch: int = 32) -> None:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
@@ -75,9 +77,7 @@ class GpuModel:
         g.write(a.ids, array("I", ids))
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
                                        c.n_heads, c.rms_eps))
-        prepare = getattr(self.cache, "prepare", None)
-        if prepare is not None:  # the step's position-dependent KV parameters, written before recording
-            prepare(pos, t, c.n_heads)
+        self.cache.prepare(pos, t, c.n_heads)  # the step's position-dependent KV parameters, before recording
         if key is not None and key == self._tape_key:
             self.cache.replay_appends(pos, t)
             g.replay(self._tape)
@@ -92,7 +92,7 @@ class GpuModel:
 
     def _step_key(self, pos: int, t: int, all_logits: bool) -> tuple | None:
         """Equal keys: equal dispatch lists (None: do not tape or replay this step)."""
-        if not self.replay or t != 1 or not hasattr(self.gpu, "start_tape") or not hasattr(self.cache, "step_key"):
+        if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
         return None if kv is None else (all_logits, self.submit_every, kv)

@@ -96,6 +96,11 @@ class Gpu(Recorder):
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""

@@ -17,8 +17,7 @@ from ...gpu.limits import MAX_GROUPS, grid, workgroups
 from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
 from ..errors import KVError
 from ..format.modes import Mode, get_mode
-from ..format.rows import FORMATS, GROUP
-from ..store.store import format_constants
+from ..format.rows import FORMATS, decode_constants
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,7 @@ def default_variant(gpu: Any, head_dim: int = 64) -> str:
     on the H200 it decoded ~2x faster than the earlier one-workgroup-per-(token, head) kernel with the
     same window at 1K context, and attended ~17x faster at 32K). "serial" too where a workgroup of
     head_dim invocations (the blocks kernels') is above the adapter's limit."""
-    info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
-    if "cpu" in str(info.get("adapter_type", "")).lower() or head_dim > gpu.limits.max_invocations:
+    if gpu.is_cpu or head_dim > gpu.limits.max_invocations:
         return "serial"
     return "blocks"
 
@@ -127,15 +125,12 @@ class Attention:
         self._qr: Any = None
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
-        mu, hd = self.mutations, self.head_dim
-        consts = {**format_constants("K", kf, hd), **format_constants("V", vf, hd)}
-        if kf.per_channel:
-            consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
+        mu = self.mutations
+        consts = decode_constants(kf, vf, self.head_dim)
         if self.variant == "blocks":
             consts["BLOCK"] = self.block
         return self.gpu.kernel(
-            __package__, filename or VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
-            GROUP=self.mode.kf.group or GROUP, FOLDS=self.folds, **consts,
+            __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
