@@ -3,6 +3,8 @@ token sequence the mask allows that closes the call parses into one call that va
 
 from __future__ import annotations
 
+import math
+from array import array
 from typing import Literal
 
 import numpy as np
@@ -130,7 +132,7 @@ def walk(choose, constraint: ToolCallConstraint, limit: int = 200, check_oracle:
     out = b""
     for _ in range(limit):
         mask = constraint.mask()
-        assert mask is not None and mask.any(), f"dead end after {out!r}"
+        assert mask is not None and any(mask), f"dead end after {out!r}"
         if check_oracle:
             assert np.array_equal(mask, brute_force_mask(constraint)), out
         allowed = np.flatnonzero(mask)
@@ -222,7 +224,7 @@ def test_lazy_free_text_is_unconstrained_until_the_tag():
         c.accept(VOCAB.index(piece.encode()))
     mask = c.mask()  # ">\n" completes the tag and leaves "\n", a valid start; ">x" leaves "x": refused
     assert mask is not None and mask[VOCAB.index(b">")] and mask[VOCAB.index(b">\n")]
-    assert not mask[VOCAB.index(b">x")] and mask[VOCAB.index(b"x")] and mask.sum() == len(VOCAB) - 1
+    assert not mask[VOCAB.index(b">x")] and mask[VOCAB.index(b"x")] and sum(mask) == len(VOCAB) - 1
     c.accept(VOCAB.index(b">"))
     assert c.inside_call and not c.mask()[0]  # the special token (EOS) is never allowed inside a call
 
@@ -232,6 +234,22 @@ def test_apply_sets_disallowed_logits_to_minus_infinity():
     out = c.apply(np.zeros(len(VOCAB), dtype=np.float32))
     assert np.array_equal(np.isfinite(out), c.mask())
     assert VOCAB[int(np.argmax(out))] in (b"<", b"<tool_call>")
+
+
+def test_apply_keeps_allowed_logits_and_refuses_the_rest_in_both_regimes():
+    """Free text after `<tool_call` (mostly allowed) and inside a call (mostly refused): each logit is
+    kept exactly where the mask allows it, -inf elsewhere and past the mask; the input is untouched."""
+    partial = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE)
+    for piece in ("<", "tool", "_call"):
+        partial.accept(VOCAB.index(piece.encode()))
+    inside = ToolCallConstraint(REGISTRY, VOCAB, trie=TRIE, force_call=True)
+    for c in (partial, inside):
+        logits = array("f", range(len(VOCAB) + 2))  # two ids past the mask
+        mask = c.mask()
+        out = c.apply(logits)
+        assert out == [v if i < len(mask) and mask[i] else -math.inf for i, v in enumerate(logits)]
+        assert list(logits) == list(range(len(VOCAB) + 2))
+    assert sum(partial.mask()) > len(VOCAB) // 2 > sum(inside.mask())  # both regimes were exercised
 
 
 def test_mutation_trie_fast_path_without_plain_check_is_caught(monkeypatch):
