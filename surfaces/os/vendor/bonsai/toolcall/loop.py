@@ -76,7 +76,7 @@ class ToolLoop:
         self.on_text, self.on_step = on_text, on_step
         self.constrained = constrained
         self.vocab: list[bytes | None] | None = None
-        self.trie: Any = None  # built on first use: constrained decoding needs numpy, the rest does not
+        self.trie: Any = None  # built on first use (a pass over the whole vocabulary)
 
     def _processor(self, first: bool) -> Any:
         if not self.constrained:

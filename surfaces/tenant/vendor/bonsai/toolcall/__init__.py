@@ -1,7 +1,8 @@
 """Tool calling: declared tools, a split-proof streaming parser, constrained decoding, the loop.
 
-Importing this package does not import numpy (the browser surface runs without it): the
-constrained-decoding names (ToolCallConstraint, TokenTrie, vocabulary) load on first use.
+Pure Python throughout, constrained decoding included, so the browser surface runs all of it. The
+constrained-decoding names (ToolCallConstraint, TokenTrie, vocabulary) load on first use: a loop
+without constraints never builds the matcher.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .registry import Tool, ToolRegistry, ToolResult, tool
 
 
 def __getattr__(name: str) -> Any:
-    """Constrained decoding (numpy) loads on first use; literal imports so bonsai-sync sees them."""
+    """Constrained decoding loads on first use; literal imports so bonsai-sync sees them."""
     if name in ("ToolCallConstraint", "vocabulary"):
         from . import constrain
 

@@ -6,16 +6,15 @@ inside a call every token whose bytes cannot extend the prefix toward
 `{"name": <declared tool>, "arguments": <its schema>}</tool_call>` gets -inf. Masks are cached per
 matcher state, so a long string argument costs one trie walk, not one per token.
 
-Protocol for a decoder: `mask()` (None or a (vocab,) bool array), or `apply(logits)`; then
-`accept(token_id)` with the token actually chosen.
+Protocol for a decoder: `mask()` (None or a (vocab,) bytearray of 0/1), or `apply(logits)`; then
+`accept(token_id)` with the token actually chosen. Pure Python (the browser surface has no numpy).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-
-import numpy as np
+from itertools import compress
 
 from .grammar import call_node
 from .matcher import OPEN, CallMatcher, State
@@ -23,6 +22,8 @@ from .registry import ToolRegistry
 from .trie import TokenTrie
 
 CACHE_STATES = 512
+NEG_INF = float("-inf")
+_FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")  # a 0/1 mask inverted
 
 
 class ToolCallConstraint:
@@ -52,9 +53,9 @@ class ToolCallConstraint:
         self.force_call = force_call
         self.calls_end_turn = calls_end_turn
         self.max_calls = max_calls
-        self._cache: OrderedDict[tuple[State, State | None], np.ndarray] = OrderedDict()
-        self._specials = np.array([not v for v in vocab], dtype=bool)
-        self._free_cache: dict[int, np.ndarray | None] = {}
+        self._cache: OrderedDict[tuple[State, State | None], bytearray] = OrderedDict()
+        self._specials = [tid for tid, v in enumerate(vocab) if not v]
+        self._free_cache: dict[int, bytearray | None] = {}
         self._completing = self._tokens_completing_the_tag()
         self.reset()
 
@@ -101,18 +102,18 @@ class ToolCallConstraint:
                     out[k].append((tid, joined[at + len(OPEN) :]))
         return out
 
-    def _free_mask(self) -> np.ndarray | None:
+    def _free_mask(self) -> bytearray | None:
         if self.matched not in self._free_cache:
             mask = None
             for tid, rest in self._completing[self.matched]:
                 if not self.matcher.feed(self.matcher.start(), rest):
-                    mask = np.ones(self.trie.size, dtype=bool) if mask is None else mask
-                    mask[tid] = False
+                    mask = bytearray(b"\x01") * self.trie.size if mask is None else mask
+                    mask[tid] = 0
             self._free_cache[self.matched] = mask
         return self._free_cache[self.matched]
 
-    def mask(self) -> np.ndarray | None:
-        """Allowed next tokens as a (vocab,) bool array, or None when every token is allowed."""
+    def mask(self) -> bytearray | None:
+        """Allowed next tokens as a (vocab,) bytearray of 0/1, or None when every token is allowed."""
         if self.state is None:
             return self._free_mask()
         key = (self.state, self._after_call(self.calls + 1))
@@ -123,21 +124,31 @@ class ToolCallConstraint:
         m = self.matcher
         mask = self.trie.allowed(self.state, self._step_fn(), m.done, m.in_string_body, m.forced_byte)
         if m.at_turn_end_choice(self.state):
-            mask |= self._specials
+            for tid in self._specials:
+                mask[tid] = 1
         self._cache[key] = mask
         if len(self._cache) > CACHE_STATES:
             self._cache.popitem(last=False)
         return mask
 
-    def apply(self, logits: np.ndarray) -> np.ndarray:
-        """`logits` (vocab,) with disallowed tokens set to -inf (a copy; the input is untouched)."""
+    def apply(self, logits: Sequence[float]) -> Sequence[float]:
+        """`logits` (vocab,) with disallowed tokens set to -inf: a new list of floats (the input is
+        untouched), or `logits` itself when every token is allowed. Ids past the mask are disallowed."""
         mask = self.mask()
         if mask is None:
             return logits
-        out = np.array(logits, dtype=np.float32, copy=True)
-        out[..., : mask.shape[0]][..., ~mask] = -np.inf
-        out[..., mask.shape[0] :] = -np.inf
-        return out
+        tolist = getattr(logits, "tolist", None)  # memoryviews and arrays: one C-level conversion
+        values = tolist() if tolist is not None else list(logits)  # a new list either way
+        n = min(len(mask), len(values))
+        if mask.count(1) * 2 < n:  # mostly refused (inside a call): copy the few allowed values
+            out = [NEG_INF] * len(values)
+            for i in compress(range(n), mask):
+                out[i] = values[i]
+            return out
+        for i in compress(range(n), mask.translate(_FLIP)):  # mostly allowed: refuse the few others
+            values[i] = NEG_INF
+        values[n:] = [NEG_INF] * (len(values) - n)
+        return values
 
     def accept(self, token_id: int) -> None:
         """Advance past the token the decoder chose."""

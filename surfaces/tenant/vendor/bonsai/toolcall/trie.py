@@ -4,14 +4,14 @@ Tokens are numbered in the trie's pre-order, so the tokens below any node form o
 range of `order`. A node is *plain* when every byte below it is string-safe: in a free string
 body the whole range below such a node is allowed without walking it, which is what keeps a
 49,152-token mask cheap where most tokens are allowed.
+
+Masks are `bytearray`s of 0/1 per token id (pure Python: the browser surface has no numpy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from .matcher import string_safe
 
@@ -39,7 +39,7 @@ class TokenTrie:
         self.blank: list[bool] = []  # node -> the bytes leading to it are all whitespace
         order: list[int] = []
         self._flatten(nested, order)
-        self.order = np.asarray(order, dtype=np.int64)  # (tokens in the trie,) token ids in pre-order
+        self.order = order  # (tokens in the trie,) token ids in pre-order
 
     def _flatten(self, root: dict[int, Any], order: list[int]) -> None:
         """Iterative pre-order numbering (vocabulary pieces can be long; no recursion limit)."""
@@ -77,8 +77,8 @@ class TokenTrie:
         accepts_rest: Callable[[Any], bool],
         loops_on_safe: Callable[[Any], bool],
         forced_byte: Callable[[Any], int | None] | None = None,
-    ) -> np.ndarray:
-        """(vocab,) bool: tokens whose bytes, fed one by one from `state`, never hit a dead state.
+    ) -> bytearray:
+        """(vocab,) 0/1 bytes: tokens whose bytes, fed one by one from `state`, never hit a dead state.
 
         `accepts_rest(s)`: after `s` any bytes are fine (the call closed mid-token).
         `loops_on_safe(s)`: string-safe bytes keep `s` unchanged (a free string body).
@@ -112,8 +112,11 @@ class TokenTrie:
                         ids.extend(tokens[child])
                 if children[child]:
                     stack.append((child, nxt))
-        mask = np.zeros(self.size, dtype=bool)
-        mask[ids] = True
+        mask = bytearray(self.size)
+        for tid in ids:
+            mask[tid] = 1
+        order = self.order
         for a, z in ranges:
-            mask[self.order[a:z]] = True
+            for tid in order[a:z]:
+                mask[tid] = 1
         return mask
