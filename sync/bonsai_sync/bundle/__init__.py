@@ -46,7 +46,7 @@ def build_browser_extension(root: Path, vendor: Path, tmp: Path, dist: Path, thi
     """dist/bonsai-extension.zip from the verified synced closure (see extension.py)."""
     from .extension import build_extension
 
-    return build_extension(root, dist, closure_dir=vendor)
+    return build_extension(root, dist, closure_dir=vendor, third_party=third_party)
 
 
 # Where each surface's hand-written Python lives (checked for imports the synced copy lacks).

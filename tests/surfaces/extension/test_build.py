@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from source_imports import imported_top_names  # tests/
 
 from bonsai_sync.bundle.extension import build_extension
-from bonsai_sync.errors import UsageError
+from bonsai_sync.errors import BuildError, UsageError
 
 from .conftest import REPO, _closure_dir
 
@@ -59,3 +60,27 @@ def test_a_closure_without_what_the_page_needs_is_refused_by_name(pyodide_dir: P
     (closure / "bonsai" / "__init__.py").write_text("")
     with pytest.raises(UsageError, match=r"bonsai/gpu/browser\.py \(add bonsai\.gpu\.browser to \[tool"):
         build_extension(REPO, tmp_path / "dist", closure_dir=closure)
+
+
+def test_the_chat_templates_jinja2_travels_pure_python(extension_zip: Path):
+    """jinja2 (declared third-party) and MarkupSafe (its requirement) ship without compiled speedups."""
+    with zipfile.ZipFile(extension_zip) as zf:
+        names = set(zf.namelist())
+    assert {"python/jinja2/__init__.py", "python/markupsafe/__init__.py", "python/markupsafe/_native.py"} <= names
+    assert not [n for n in names if n.endswith((".so", ".pyd", ".c")) or n.endswith("/RECORD")]
+    assert any(n.startswith("python/jinja2-") and n.endswith("/METADATA") for n in names)
+
+
+def test_a_third_party_file_that_would_overwrite_the_closure_is_refused(pyodide_dir: Path, tmp_path: Path):
+    closure = tmp_path / "vendor"
+    shutil.copytree(_closure_dir(tmp_path), closure)
+    (closure / "jinja2").mkdir()
+    (closure / "jinja2" / "__init__.py").write_text("")
+    with pytest.raises(UsageError, match=r"third-party files would overwrite the closure's: jinja2/__init__\.py"):
+        build_extension(REPO, tmp_path / "dist", closure_dir=closure)
+
+
+def test_an_undeclarable_third_party_name_is_refused_by_name(pyodide_dir: Path, tmp_path: Path):
+    with pytest.raises(BuildError, match="no_such_package_xyz, which no installed distribution provides"):
+        build_extension(REPO, tmp_path / "dist", closure_dir=_closure_dir(tmp_path),
+                        third_party=("js", "no_such_package_xyz"))
