@@ -4,23 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-import traceback
 from typing import Any
 
-from bonsai.errors import BonsaiError
-
-
-def describe(exc: BaseException) -> dict:
-    """An error as the page shows it: its class name, message and, for GGUF errors, file and field."""
-    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    for attr in ("path", "field"):
-        if isinstance(getattr(exc, attr, None), str):
-            out[attr] = getattr(exc, attr)
-    if exc.__cause__ is not None:
-        out["cause"] = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
-    if not isinstance(exc, BonsaiError):
-        out["traceback"] = "".join(traceback.format_exception(exc))
-    return out
+from .report import describe
 
 
 def _check(name: str, results: dict, fn: Any, *args: Any, **kwargs: Any) -> None:
