@@ -1,4 +1,6 @@
-// Bonsai's service worker: clicking the toolbar button opens the runtime page in a tab.
-chrome.action.onClicked.addListener(() => {
-  chrome.tabs.create({ url: chrome.runtime.getURL("page.html") });
+// Bonsai's service worker: the toolbar button opens the chat side panel of the window (one model and
+// one conversation across its tabs). Being a click on the extension, it also lets the panel read the
+// tab it was clicked on (activeTab): the "read the current page" tool uses that.
+chrome.action.onClicked.addListener((tab) => {
+  chrome.sidePanel.open({ windowId: tab.windowId });
 });

@@ -1,5 +1,5 @@
-// Bonsai's extension page: boot Pyodide from the packaged files, load the synced Python closure into
-// its file system, run the checks the URL names on WebGPU, and show the results (and any error).
+// Bonsai's diagnostics page (linked from the chat panel): boot Pyodide, run the checks the URL names
+// on WebGPU, and show the results (and any error).
 //
 // URL parameters (tests use them; a person just opens the page):
 //   checks=attention,verbs,device_loss   checks to run ("" for none; default "attention")
@@ -10,7 +10,10 @@
 //   lose_after=N           destroy the GPU device before decode step N (the engine must recover)
 //   boot_timeout=SECONDS   give up starting Pyodide after this long, visibly (default 120)
 // The outcome is shown in the page and left in `window.__result` ({ok, checks, error, …}).
-import { loadPyodide } from "./pyodide/pyodide.mjs";
+import { boot } from "./ui/boot.js";
+import { clearErrors, describeJs, showError } from "./ui/errors.js";
+import { writeModelFile } from "./ui/pyfs.js";
+import { callPython } from "./ui/python.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -19,23 +22,12 @@ function setStatus(text) {
   console.log(`bonsai: ${text}`);
 }
 
-function showError(where, error) {
-  const box = $("error");
-  box.hidden = false;
-  const title = document.createElement("strong");
-  title.textContent = `${where}: ${error.type}`;
-  const body = document.createElement("pre");
-  body.textContent = error.message + (error.traceback ? `\n\n${error.traceback}` : "");
-  box.append(title, body);
-  console.error(`bonsai: ${where}: ${error.type}: ${error.message}`);
-}
-
 function show(result) {
   window.__result = result;
   $("checks").textContent = JSON.stringify(result.checks, null, 2);
-  if (result.error) showError("Runtime", result.error);
+  if (result.error) showError($("error"), "Runtime", result.error);
   for (const [name, check] of Object.entries(result.checks || {})) {
-    if (check.error) showError(`Check "${name}"`, check.error);
+    if (check.error) showError($("error"), `Check "${name}"`, check.error);
   }
   const ran = Object.keys(result.checks || {}).length > 0;
   setStatus(result.error ? "Stopped by an error — see below." : !result.ok ? "A check failed — see below."
@@ -43,69 +35,21 @@ function show(result) {
   $("status").className = result.ok ? "ok" : "bad";
 }
 
-class BootTimeout extends Error {
-  get name() { return "BootTimeout"; }
-}
-
-function withTimeout(promise, seconds, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new BootTimeout(`${what} did not finish in ${seconds} s. ` +
-      "If the console shows a WebAssembly/CSP error, the extension's content_security_policy must allow " +
-      "'wasm-unsafe-eval'.")), seconds * 1000);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function boot(timeoutSeconds) {
-  setStatus("Loading Pyodide…");
-  const indexURL = new URL("./pyodide/", import.meta.url).href;
-  const pyodide = await withTimeout(loadPyodide({ indexURL }), timeoutSeconds, "Starting Pyodide");
-  setStatus("Loading the Bonsai runtime…");
-  const files = await (await fetch("python/files.json")).json();
-  for (const rel of files) {
-    const response = await fetch(`python/${rel}`);
-    if (!response.ok) throw new Error(`python/${rel}: HTTP ${response.status}`);
-    const path = `/bonsai/${rel}`;
-    pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
-    pyodide.FS.writeFile(path, new Uint8Array(await response.arrayBuffer()));
-  }
-  pyodide.runPython("import sys; sys.path.insert(0, '/bonsai')");
-  return pyodide;
-}
-
-function writeModel(pyodide, name, bytes) {
-  pyodide.FS.mkdirTree("/models");
-  const path = `/models/${name.replace(/[^A-Za-z0-9._-]/g, "_")}`;
-  pyodide.FS.writeFile(path, bytes);
-  return path;
-}
-
 async function fetchModel(pyodide, url) {
   setStatus(`Fetching the model ${url}…`);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${response.statusText}`);
   const name = decodeURIComponent(new URL(url).pathname.split("/").pop() || "model.gguf");
-  return { name, path: writeModel(pyodide, name, new Uint8Array(await response.arrayBuffer())) };
+  return { name, path: writeModelFile(pyodide, name, new Uint8Array(await response.arrayBuffer())) };
 }
 
 async function runChecks(pyodide, params) {
   setStatus("Running checks on WebGPU…");
-  const pyParams = pyodide.toPy(params);
-  try {
-    pyodide.globals.set("__bonsai_params", pyParams);
-    // runPythonAsync: the entry JSPI needs so Python can block on GPU promises with run_sync.
-    const json = await pyodide.runPythonAsync(
-      "from bonsai_extension.page import run as __bonsai_run\n__bonsai_run(__bonsai_params)");
-    return JSON.parse(json);
-  } finally {
-    pyodide.globals.delete("__bonsai_params");
-    pyParams.destroy();
-  }
+  return callPython(pyodide, "bonsai_extension.page", "run", params);
 }
 
 function bootError(error) {
-  return { ok: false, checks: {}, error: { type: error.name || "Error", message: String(error.message || error) } };
+  return { ok: false, checks: {}, error: describeJs(error) };
 }
 
 async function main() {
@@ -120,7 +64,7 @@ async function main() {
   };
   let pyodide;
   try {
-    pyodide = await boot(Number(query.get("boot_timeout") || 120));
+    pyodide = await boot(Number(query.get("boot_timeout") || 120), (_, detail) => setStatus(detail));
     if (query.get("model")) {
       const model = await fetchModel(pyodide, query.get("model"));
       params.model_path = model.path;
@@ -139,10 +83,9 @@ function enablePicker(pyodide) {
   input.addEventListener("change", async () => {
     const file = input.files[0];
     if (!file) return;
-    $("error").replaceChildren();
-    $("error").hidden = true;
+    clearErrors($("error"));
     try {
-      const path = writeModel(pyodide, file.name, new Uint8Array(await file.arrayBuffer()));
+      const path = writeModelFile(pyodide, file.name, new Uint8Array(await file.arrayBuffer()));
       const result = await runChecks(pyodide, { checks: [], model_path: path, model_name: file.name });
       $("model").textContent = JSON.stringify(result.checks.model, null, 2);
       show(result);

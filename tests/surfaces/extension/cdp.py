@@ -89,6 +89,56 @@ class Chromium:
         finally:
             urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{target['id']}", timeout=10).close()
 
+    def browser_call(self, method: str, params: dict | None = None, timeout: float = 30) -> dict:
+        """One DevTools call on the browser target (Target.*, Extensions.*)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/version", timeout=10) as response:
+            url = json.load(response)["webSocketDebuggerUrl"]
+        with connect(url, max_size=None, open_timeout=10) as ws:
+            ws.send(json.dumps({"id": 1, "method": method, "params": params or {}}))
+            deadline = time.monotonic() + timeout
+            while True:
+                message = json.loads(ws.recv(timeout=max(0.01, deadline - time.monotonic())))
+                if message.get("id") == 1:
+                    if "error" in message:
+                        raise RuntimeError(f"{method}: {message['error']}")
+                    return message.get("result", {})
+
+    def targets(self) -> list[dict]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=10) as response:
+            return json.load(response)
+
+    @contextlib.contextmanager
+    def side_panel(self, page_url: str, timeout: float = 30) -> Iterator[Page]:
+        """Open `page_url` in a new tab and click the extension's toolbar button on it, as a person does:
+        the window's side panel opens, or stays open (and the extension may read that tab: activeTab).
+        Yields the panel's page; closes the tab on exit (the panel stays, as in the browser)."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?{page_url}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            page_target = json.load(response)
+        panel_url = f"chrome-extension://{self.id}/panel.html"
+        try:
+            deadline = time.monotonic() + timeout
+            while True:  # the tab target appears once the page has committed
+                tabs = self.browser_call("Target.getTargets", {"filter": [{"type": "tab"}]})["targetInfos"]
+                tab = next((t for t in tabs if t["url"] == page_url), None)
+                if tab is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if tab is None:
+                raise RuntimeError(f"no tab target for {page_url}")
+            clicked = 0.0
+            while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the toolbar button opened no side panel")
+                if time.monotonic() - clicked > 3:  # a click while the worker or the tab is still starting is lost
+                    self.browser_call("Extensions.triggerAction", {"id": self.id, "targetId": tab["targetId"]})
+                    clicked = time.monotonic()
+                time.sleep(0.2)
+            with Page(panel["webSocketDebuggerUrl"]) as page:
+                yield page
+        finally:
+            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{page_target['id']}", timeout=10).close()
+
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -153,9 +203,36 @@ class Page:
         node = self.call("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
         self.call("DOM.setFileInputFiles", {"nodeId": node, "files": [str(path)]})
 
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    def evaluate(self, expression: str, *, await_promise: bool = False, user_gesture: bool = False) -> Any:
+        """The value of a JS expression (`await_promise`: of the promise it returns); a thrown error raises."""
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": await_promise, "userGesture": user_gesture})
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            raise RuntimeError(details.get("exception", {}).get("description") or details.get("text"))
         return result.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, timeout: float, what: str = "") -> Any:
+        """Poll a JS expression until it is truthy; its value. On timeout raise PageTimeout with the page."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(expression)
+            except (RuntimeError, TimeoutError):  # between execution contexts, or busy (Pyodide starting)
+                value = None
+            if value:
+                return value
+            time.sleep(0.25)
+        try:
+            shown = self.evaluate("document.body && document.body.innerText")
+        except RuntimeError as exc:
+            shown = f"(unreadable: {exc})"
+        console = "\n".join(self.console[-40:])
+        raise PageTimeout(f"{what or expression} not true after {timeout:.0f} s; page text:\n{shown}\nconsole:\n{console}")
+
+    def reload(self) -> None:
+        self.console.clear()
+        self.call("Page.reload", {"ignoreCache": True})
 
     def wait_for_result(self, timeout: float) -> dict:
         """Poll `window.__result` until it is set; on timeout raise PageTimeout with what the page showed."""

@@ -17,7 +17,11 @@ def test_manifest_is_mv3_with_only_wasm_unsafe_eval_loosened(extension_dir: Path
     manifest = json.loads((extension_dir / "manifest.json").read_text())
     assert manifest["manifest_version"] == 3
     assert manifest["content_security_policy"] == {"extension_pages": CSP}
-    assert "permissions" not in manifest and "host_permissions" not in manifest
+    assert manifest["side_panel"] == {"default_path": "panel.html"}
+    # no site access at install: the clicked tab (activeTab), or every site when asked for at use
+    assert sorted(manifest["permissions"]) == ["activeTab", "scripting", "sidePanel", "storage"]
+    assert "host_permissions" not in manifest
+    assert manifest["optional_host_permissions"] == ["http://*/*", "https://*/*"]
 
 
 @pytest.fixture(scope="module")
