@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from bonsai.diagnostics.exactness import LONG_KV_LEN, Case, long_cases, run_case, run_long
+from bonsai.diagnostics.exactness import Case, long_cases, run_case, run_long
 from bonsai.gpu.probe import loop_cap
 from bonsai.kv.attention.driver import LOOP_BUDGET, Attention
 
