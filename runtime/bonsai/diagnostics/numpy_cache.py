@@ -44,6 +44,7 @@ class NumpyKVCache(KVCache):
             slot = self._slots.resident.get((layer, win))
             if slot is not None:
                 self.gpu.write(slot, self.master.window(layer, win))
+                self._mirrors.mark_all(slot)
 
     def _append_groups(self, layer: int, pos: int, ks: np.ndarray, vs: np.ndarray) -> None:
         """f32 rows into the host residual; every group they fill quantised by the numpy codec into the master."""
@@ -67,6 +68,7 @@ class NumpyKVCache(KVCache):
                 res.commit_group(layer, g0)
             p = end
         self.gpu.write(res.bufs[layer], res.host_words(layer))
+        self._mirrors.mark_all(res.bufs[layer])
         res.gpu_start[layer] = res.host_start[layer]
 
     def host_rows(self, layer: int, kind: str) -> np.ndarray:

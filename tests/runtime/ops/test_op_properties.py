@@ -14,6 +14,7 @@ The tolerances, and why:
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from bonsai.ops.qtypes import QTYPES
 from tests.helpers import ops as host
 
 from .conftest import quantized
+
+pytestmark = pytest.mark.usefixtures("both_layouts")  # every test, with each matmul kernel
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 EPS = 2.0 ** -24

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ...gpu.backend import WordTexture
 from ...gpu.limits import MAX_GROUPS, grid, workgroups
 from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
 from ..errors import KVError
@@ -123,6 +124,7 @@ class Attention:
             self.rotate = gpu.kernel(__package__, "rotate_query.wgsl", HEAD_DIM=head_dim,
                                      INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
         self._qr: Any = None
+        self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
         mu = self.mutations
@@ -144,13 +146,13 @@ class Attention:
     def max_span(self, n_q: int) -> int:
         """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
 
-        serial: an invocation loops 2 * head_dim + 2 times per position (the dot product with K, the
-        update of acc), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
+        serial: an invocation loops head_dim / 2 + 2 times per position (the dot product with K, the
+        update of acc, four dimensions each), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
         the merge loops once per block of the dispatch, the blocks of a dispatch are one workgroup
         dimension (<= MAX_GROUPS), and the block folds (`_part`) must fit one storage binding.
         """
-        if self.variant == "serial":
-            per_position, fixed = 2 * self.head_dim + 4, 4 * self.head_dim + 64
+        if self.variant == "serial":  # two loops of head_dim / 4 per position (four dimensions at a time)
+            per_position, fixed = self.head_dim // 2 + 4, self.head_dim + 64
             return max(1, (LOOP_BUDGET - fixed) // per_position)
         part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
         blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
@@ -219,8 +221,9 @@ class Attention:
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
         n = n_q * self.n_heads
         fold = self.fold_residual if win.residual else self.fold
-        if self.variant == "serial":  # one invocation per (token, head)
-            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], (workgroups(n),))
+        if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
+            kt, vt = self._texture(win.k), self._texture(win.v)
+            self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
             return
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
@@ -231,6 +234,17 @@ class Attention:
             self._part = self.gpu.buffer(need)
         self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
         self.gpu.dispatch(self.merge, [params, wp, state, self._part], grid(n))
+
+    def _texture(self, rows: Any) -> WordTexture:
+        """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per
+        slot, refreshed where rows changed), or a buffer's whole content copied into one (recorded)."""
+        if isinstance(rows, WordTexture):
+            return rows
+        entry = self._textures.get(id(rows))
+        if entry is None:
+            entry = self._textures[id(rows)] = (rows, self.gpu.word_texture(int(rows.size) // 4))
+        self.gpu.copy_to_texture(rows, entry[1], int(rows.size))
+        return entry[1]
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""

@@ -15,6 +15,8 @@ const V_RES: bool = {{V_RES}};
 
 //#include "../format/row_format.wgsl"
 
+//#include "../format/words_buffer.wgsl"
+
 //#include "../format/k_elem.wgsl"
 
 //#include "../format/v_elem.wgsl"

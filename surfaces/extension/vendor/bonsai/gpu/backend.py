@@ -40,6 +40,32 @@ class KernelCache:
         return kernel
 
 
+TEXTURE_ROW_WORDS = 4096  # u32 words per row of a word texture: 1024 rgba32uint texels, 16 KiB
+TEXTURE_ROW_BYTES = TEXTURE_ROW_WORDS * 4
+
+
+@dataclass(eq=False)
+class WordTexture:
+    """u32 words in an rgba32uint 2D texture, row-major: word i is component i % 4 of texel i // 4, texel j
+    at (j % 1024, j // 1024). Kernels read it with textureLoad: on CPU adapters (lavapipe) a texel fetch
+    costs a fraction of a storage-buffer load (bench/NOTES.md), so the hot data of matmul and attention
+    is read this way there."""
+
+    texture: Any = field(repr=False)
+    view: Any = field(repr=False)
+    rows: int
+    size: int = 0  # not a storage binding: `Limits.check_bindings` sees 0 bytes
+
+    @property
+    def words(self) -> int:
+        return self.rows * TEXTURE_ROW_WORDS
+
+
+def texture_rows(words: int) -> int:
+    """Rows of a word texture holding `words` u32 words."""
+    return max(1, -(-words // TEXTURE_ROW_WORDS))
+
+
 class GpuValidationError(BonsaiError):
     """The GPU rejected recorded work (WebGPU validation); the message is the driver's, with the label."""
 
@@ -74,6 +100,16 @@ class GpuBackend(Protocol):
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes: ...
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...
+
+    # word textures (`WordTexture`): what CPU adapters read matmul and attention data through
+    def word_texture(self, words: int) -> WordTexture: ...
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None: ...
+
+    def copy_to_texture(self, buf: Any, tex: WordTexture, nbytes: int, offset: int = 0) -> None:
+        """Record: bytes [offset, offset + nbytes) of `buf` -> the same words of `tex` (row-aligned offset,
+        nbytes a multiple of 16; taped like a dispatch)."""
+        ...
 
     def wait(self) -> None: ...
 

@@ -20,6 +20,7 @@ from .errors import KVError
 from .format.modes import Mode
 from .format.rows import decode_constants
 from .layout import Kind, Layout
+from .mirrors import Mirrors
 from .staging import Entry, Staging
 from .store.store import GroupStore, Store
 
@@ -36,10 +37,10 @@ class Residual:
         self.host_start = [0] * layout.n_layers  # the group start the host rows hold
         self.gpu_start = [0] * layout.n_layers  # the group start the GPU buffer holds (ahead until a sync)
 
-    def bind(self, gpu: Any, params: ParamCache) -> None:
-        """(Re)create the GPU side on `gpu` from the host rows."""
+    def bind(self, gpu: Any, params: ParamCache, mirrors: Mirrors) -> None:
+        """(Re)create the GPU side on `gpu` from the host rows; writes are marked in `mirrors`."""
         lay, m = self.layout, self.layout.mode
-        self.gpu, self.params = gpu, params
+        self.gpu, self.params, self.mirrors = gpu, params, mirrors
         self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
         if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
             self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
@@ -69,9 +70,11 @@ class Residual:
             g0 = p - p % G
             end = min(e.pos + e.n, g0 + G)
             self.gpu.copy(staging.buffer, e.word * 4 + (p - e.pos) * rb, self.bufs[layer], (p - g0) * rb, (end - p) * rb)
+            self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
             if self.v_res:
                 v_src = (e.word + e.n * e.k_words) * 4 + (p - e.pos) * rb
                 self.gpu.copy(staging.buffer, v_src, self.bufs[layer], (G + p - g0) * rb, (end - p) * rb)
+                self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
             if end == g0 + G:
                 self._quantise(layer, g0, slot(g0 // lay.window), staging)
                 filled.append(g0)
@@ -83,9 +86,11 @@ class Residual:
         lay = self.layout
         k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
         self.group_store.record(self.bufs[layer], 0, slot, k_word)
+        self.mirrors.mark(slot, k_word * 4, (k_word + lay.group * lay.k_words) * 4)
         if self.v_res:
             self.v_store.record(self.bufs[layer], self.bufs[layer], lay.group, slot, v_word, self.no_flags, 0,
                                 src_pos=lay.group)
+            self.mirrors.mark(slot, v_word * 4, (v_word + lay.group * lay.v_words) * 4)
         out = staging.book_group(layer, g0)
         n_k = lay.group * lay.k_words * 4
         self.gpu.copy(slot, k_word * 4, staging.buffer, out.word * 4, n_k)
@@ -112,6 +117,7 @@ class Residual:
             self.host_start[layer] = g0
         else:
             self.gpu.write(self.bufs[layer], self.host_words(layer))
+        self.mirrors.mark_all(self.bufs[layer])
         self.gpu_start[layer] = g0
 
     # ---- host side, at sync ----------------------------------------------------------------

@@ -21,9 +21,9 @@ class Slots:
     """The resident windows of one device (by last use, oldest first) and their host pages."""
 
     def __init__(self, gpu: Any, layout: Layout, master: HostMaster, max_slots: int,
-                 pending: Callable[[], list[Entry]], sync: Callable[[], Any]) -> None:
+                 pending: Callable[[], list[Entry]], sync: Callable[[], Any], rewritten: Callable[[Any], None]) -> None:
         self.gpu, self.layout, self.master, self.max_slots = gpu, layout, master, max_slots
-        self._pending, self._sync = pending, sync
+        self._pending, self._sync, self._rewritten = pending, sync, rewritten
         self.resident: OrderedDict[tuple[int, int], Any] = OrderedDict()
         # host pages only under a budget: without one a window is streamed once, and a mirror would
         # double the host memory it takes
@@ -58,6 +58,7 @@ class Slots:
             buf = self.resident.pop(self._victim())
         if lo < self.master.length[layer]:
             self._stream(layer, win, buf)
+        self._rewritten(buf)  # streamed, or a reused slot's old rows: every byte may differ from its mirror
         self.resident[key] = buf
         return buf
 

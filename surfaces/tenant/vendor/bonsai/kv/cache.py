@@ -12,14 +12,17 @@ GPU kernels (grouped modes included). The API the engine uses is `bonsai.kv.KVCa
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from ..gpu.backend import TEXTURE_ROW_BYTES
 from ..gpu.params import ParamCache, StepParams
 from .attention.driver import Attention, Window
 from .errors import KVError
 from .format.modes import MODES, get_mode
 from .layout import Kind, Layout
 from .master import HostMaster
+from .mirrors import Mirrors
 from .residual import Residual
 from .slots import Slots
 from .staging import Entry, Staging
@@ -86,10 +89,12 @@ class KVCache:
         self._store = Store(gpu, lay.n_kv, lay.head_dim, lay.mode, self._params)
         self._attn: dict[int, Attention] = {}
         self._staging = Staging(gpu, lay, self.requested_staging_positions)
-        self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host)
+        self._mirrors = Mirrors(gpu)  # texture copies of slots for the serial (CPU) attention kernel
+        self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host,
+                            self._mirrors.mark_all)
         self._state: Any = None
         if self.residual is not None:
-            self.residual.bind(gpu, self._params)
+            self.residual.bind(gpu, self._params, self._mirrors)
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
@@ -126,8 +131,11 @@ class KVCache:
             # one dispatch in the compute pass (a buffer copy would end the pass): K and V rows -> slot
             n_k = 0 if grouped else (end - p) * lay.k_words
             n_v = 0 if v_res else (end - p) * lay.v_words
+            k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
             self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k, v_src + (p - pos) * lay.v_words,
-                                 n_v, slot, lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p))
+                                 n_v, slot, k_word, v_word)
+            self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
+            self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
             p = end
         if self.residual is not None:
             self.residual.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry))
@@ -144,7 +152,12 @@ class KVCache:
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         att = self._attention(n_heads)
-        return win, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
+        rows: tuple = ()
+        if att.variant == "serial":  # the step refreshes the mirrors' rows holding position pos
+            if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
+                return None
+            rows = tuple(self.layout.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES for kind in Kind)
+        return win, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
@@ -220,6 +233,8 @@ class KVCache:
         for desc in wins:
             w = desc.start // self.window
             win = self._window(layer, w, self._slots.get(layer, w), q_end, residual=desc.residual)
+            if att.variant == "serial":  # the CPU kernel reads K and V through texture copies
+                win = dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
             for piece in att.pieces([win], n_q):
                 att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i)
                 i += 1
