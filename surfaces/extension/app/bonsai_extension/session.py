@@ -3,7 +3,8 @@
 The same calls as the native commands, so greedy answers match them token for token: a plain turn
 renders the model's chat template and generates as `bonsai run --chat` / `bonsai chat` do (stops at
 the end-of-turn tokens); a turn with tools runs `bonsai.toolcall.ToolLoop` over `engine_generate`
-(constrained decoding on, the split-proof parser) as `bonsai tools chat` / `bonsai chat --tools` do.
+(constrained decoding on, the split-proof parser) as `bonsai tools chat` / `bonsai chat --tools` do
+(the panel's default is one call per reply: their `--no-parallel-calls`).
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ class Settings:
     temperature: float = 0.0
     tools: tuple[str, ...] = ()
     tool_choice: str = "auto"  # "required": the first reply must be a tool call
+    parallel_calls: bool = False  # several calls in one reply (a 135M model does better with one)
 
     @classmethod
     def from_dict(cls, data: Any) -> Settings:
         d = dict(data or {})
         return cls(int(d.get("max_new_tokens", cls.max_new_tokens)), float(d.get("temperature", cls.temperature)),
-                   tuple(d.get("tools", ())), str(d.get("tool_choice", cls.tool_choice)))
+                   tuple(d.get("tools", ())), str(d.get("tool_choice", cls.tool_choice)),
+                   bool(d.get("parallel_calls", cls.parallel_calls)))
 
 
 class Clock:
@@ -161,7 +164,7 @@ class Session:
 
         loop = ToolLoop(recorded, self.engine.tokenizer, registry_for(settings.tools, self.read_tab),
                         ToolPrompt.from_chat_template(self.template), tool_choice=settings.tool_choice,  # type: ignore[arg-type]
-                        on_text=on_text, on_step=lambda step: self.emit("step", describe_step(step)))
+                        parallel_calls=settings.parallel_calls, on_text=on_text, on_step=lambda step: self.emit("step", describe_step(step)))
         conversation = [*self.messages, user]
         try:
             result = loop.run(conversation)
