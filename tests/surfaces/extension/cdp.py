@@ -236,21 +236,9 @@ class Page:
 
     def wait_for_result(self, timeout: float) -> dict:
         """Poll `window.__result` until it is set; on timeout raise PageTimeout with what the page showed."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                value = self.evaluate("window.__result === undefined ? null : JSON.stringify(window.__result)")
-            except RuntimeError:  # the page is between execution contexts (navigating); ask again
-                value = None
-            if value:
-                result = json.loads(value)
-                result["page_text"] = self.evaluate("document.body.innerText")
-                result["console"] = self.console
-                return result
-            time.sleep(0.25)
-        try:
-            status = self.evaluate("document.body && document.body.innerText")
-        except RuntimeError as exc:
-            status = f"(unreadable: {exc})"
-        console = "\n".join(self.console[-40:])
-        raise PageTimeout(f"no window.__result after {timeout:.0f} s; page text:\n{status}\nconsole:\n{console}")
+        value = self.wait_for("window.__result === undefined ? null : JSON.stringify(window.__result)", timeout,
+                              "window.__result")
+        result = json.loads(value)
+        result["page_text"] = self.evaluate("document.body.innerText")
+        result["console"] = self.console
+        return result

@@ -77,8 +77,15 @@ def browser(chromium_binary: str, extension_dir: Path, tmp_path_factory: pytest.
     chromium.close()
 
 
+SERVED: list[str] = []  # every path the model server was asked for, in order
+
+
 class _CorsHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves files to the extension page (another origin), quietly."""
+    """Serves files to the extension page (another origin), quietly, noting each path asked for."""
+
+    def do_GET(self) -> None:
+        SERVED.append(self.path)
+        super().do_GET()
 
     def end_headers(self) -> None:
         self.send_header("Access-Control-Allow-Origin", "*")

@@ -27,10 +27,12 @@ class Panel:
         return self.state()
 
     def load_url(self, url: str, timeout: float) -> dict:
-        """Type `url` into "load it from a URL" and submit; wait for the model to be ready (or an error)."""
+        """Type `url` into "load it from a URL" and submit; wait for the model to be ready (or a refusal shown)."""
+        errors = len(self.state()["errors"])
         self.page.evaluate(f"document.getElementById('model-url').value = {json.dumps(url)};"
                            "document.getElementById('url-form').requestSubmit()")
-        self.page.wait_for("window.__bonsai.phase !== 'choose-model'", 30, "the panel taking the URL")
+        self.page.wait_for(f"window.__bonsai.phase !== 'choose-model' || window.__bonsai.errors.length > {errors}",
+                           30, "the panel taking the URL")
         return self.settle(timeout)
 
     def set_settings(self, *, kv: str | None = None, max_new_tokens: int | None = None,
@@ -58,13 +60,14 @@ class Panel:
 
     def send(self, text: str, timeout: float) -> dict:
         """Type `text`, press Enter, wait for the reply to finish; the turn as the panel recorded it."""
-        before = self.state()["turns"]
+        before = self.state()
+        turns, errors = len(before["turns"]), len(before["errors"])
         self.page.evaluate(f"(() => {{ const p = document.getElementById('prompt'); p.value = {json.dumps(text)};"
                            "p.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); })()")
-        self.page.wait_for(f"window.__bonsai.turns.length > {len(before)} || window.__bonsai.phase === 'error' "
-                           f"|| window.__bonsai.errors.length > 0", timeout, f"a reply to {text!r}")
+        self.page.wait_for(f"window.__bonsai.turns.length > {turns} || window.__bonsai.phase === 'error' "
+                           f"|| window.__bonsai.errors.length > {errors}", timeout, f"a reply to {text!r}")
         state = self.state()
-        assert not state["errors"], state["errors"]
+        assert not state["errors"][errors:], state["errors"][errors:]
         return state["turns"][-1]
 
     def click(self, element_id: str) -> None:
