@@ -11,6 +11,8 @@ from typing import Any
 
 from .model_check import open_model
 
+MAX_POSITIONS = 256  # room for a prompt that fills several 64-position groups (grouped KV modes)
+
 
 def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = "q4", lose_after: int = 0) -> dict:
     """Load the model onto `gpu`, encode `prompt`, greedily decode `max_tokens` tokens (KV cache mode `kv`).
@@ -23,7 +25,7 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
 
     started = time.perf_counter()
     reader = open_model(path, name)
-    engine = Engine(reader, ModelConfig.from_gguf(reader), gpu, kv=kv, progress=False, max_positions=64)
+    engine = Engine(reader, ModelConfig.from_gguf(reader), gpu, kv=kv, progress=False, max_positions=MAX_POSITIONS)
     loaded = time.perf_counter() - started
     prompt_ids = engine.tokenizer.encode(prompt)
     def on_step(i: int) -> None:
@@ -34,6 +36,7 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
     return {
         "ok": True,
         "kv": kv,
+        "adapter": gpu.description,
         "recoveries": len(gen.recoveries),
         "prompt_ids": prompt_ids,
         "tokens": gen.tokens,
@@ -41,4 +44,5 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
         "load_s": round(loaded, 3),
         "prefill_s": round(gen.prefill_s, 3),
         "decode_tokens_per_s": round(gen.decode_tokens_per_s, 3),
+        "replayed_steps": engine.model.replays,  # decode steps replayed from the tape (no Python per op)
     }
