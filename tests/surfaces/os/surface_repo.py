@@ -22,7 +22,7 @@ SURFACES = ("os", "tenant")
 APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.chat_template",
                "bonsai.tools", "bonsai.tools.parser", "bonsai.tools.events", "bonsai.tools.prompt", "bonsai.tools.loop", "bonsai.tools.engine_generate",
                "bonsai.tools.constrain", "bonsai.tools.trie"]
-_IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "*.egg-info", "build", "dist", ".cache")
+_IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "_vendor", "*.egg-info", "build", "dist", ".cache")
 
 
 def make_repo(root: Path) -> Path:

@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from bonsai.errors import BonsaiError
-
 from . import __version__
+from ._vendor.bonsai.errors import BonsaiError
 from .model import LoadedModel
 from .session import Session, ToolUse
 
@@ -36,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace):
-    from bonsai.tools import builtin_registry
+    from ._vendor.bonsai.tools import builtin_registry
 
     names = [n for n in args.tools.split(",") if n.strip()]
     if args.root is not None and "read_file" not in names:
@@ -45,8 +44,7 @@ def _registry(args: argparse.Namespace):
 
 
 def _model(args: argparse.Namespace) -> LoadedModel:
-    from bonsai.models import default_model_path
-
+    from ._vendor.bonsai.models import default_model_path
     from .model import load_model
 
     path = args.model if args.model is not None else default_model_path()

@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bonsai.errors import BonsaiError
-from bonsai.tools import ToolLoop, ToolRegistry
-from bonsai.tools.events import TextEvent, ToolCallEvent
-from bonsai.tools.loop import LoopStep
-from bonsai.tools.parser import ToolCallParser
-
+from ._vendor.bonsai.errors import BonsaiError
+from ._vendor.bonsai.tools import ToolLoop, ToolRegistry
+from ._vendor.bonsai.tools.events import TextEvent, ToolCallEvent
+from ._vendor.bonsai.tools.loop import LoopStep
+from ._vendor.bonsai.tools.parser import ToolCallParser
 from .model import LoadedModel
 
 

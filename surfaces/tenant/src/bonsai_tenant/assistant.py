@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bonsai.tools import Tool, ToolRegistry
-
+from ._vendor.bonsai.tools import Tool, ToolRegistry
 from .errors import ToolError
 from .events import Backend, Finish, TextDelta, ToolCall
 

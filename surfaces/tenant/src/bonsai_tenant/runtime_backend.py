@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bonsai.errors import BonsaiError
-from bonsai.models import default_model_path
-from bonsai.tools import Tool, ToolRegistry
-from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
-from bonsai.tools.parser import ToolCallParser
-
+from ._vendor.bonsai.errors import BonsaiError
+from ._vendor.bonsai.models import default_model_path
+from ._vendor.bonsai.tools import Tool, ToolRegistry
+from ._vendor.bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from ._vendor.bonsai.tools.parser import ToolCallParser
 from .errors import InvalidRequest, TenantError
 from .events import Event, Finish, TextDelta, ToolCall
 
@@ -83,11 +82,11 @@ class RuntimeBackend:
     @classmethod
     def open(cls, path: str | Path | None) -> RuntimeBackend:
         """The backend for a GGUF file, or the default model when `path` is None."""
-        from bonsai.chat_template import ChatTemplate
-        from bonsai.engine import Sampling
-        from bonsai.engine.native import load_engine
-        from bonsai.tools.engine_generate import engine_generate
-        from bonsai.tools.prompt import ToolPrompt
+        from ._vendor.bonsai.chat_template import ChatTemplate
+        from ._vendor.bonsai.engine import Sampling
+        from ._vendor.bonsai.engine.native import load_engine
+        from ._vendor.bonsai.tools.engine_generate import engine_generate
+        from ._vendor.bonsai.tools.prompt import ToolPrompt
 
         model = default_model_path() if path is None else Path(path)
         if not model.is_file():
@@ -117,8 +116,8 @@ class RuntimeBackend:
         """The constraint for this request's tools (vocabulary trie built once), or None."""
         if not (self.constrained and len(registry)):
             return None
-        from bonsai.tools.constrain import ToolCallConstraint, vocabulary
-        from bonsai.tools.trie import TokenTrie
+        from ._vendor.bonsai.tools.constrain import ToolCallConstraint, vocabulary
+        from ._vendor.bonsai.tools.trie import TokenTrie
 
         if self._trie is None:
             self._vocab = vocabulary(self.parts.tokenizer)

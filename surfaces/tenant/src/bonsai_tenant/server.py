@@ -15,8 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bonsai.errors import BonsaiError
-
+from ._vendor.bonsai.errors import BonsaiError
 from .errors import ApiError, InvalidRequest
 from .events import Backend, Event
 from .openai_request import ChatRequest, parse_chat_request, parse_json
