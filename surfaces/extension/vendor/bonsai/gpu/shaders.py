@@ -13,6 +13,19 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Z_][A-Z0-9_]*)\s*\}\}")
 
 _INCLUDE = re.compile(r'^//#include "([A-Za-z0-9_.-]+\.wgsl)"[ \t]*$', re.MULTILINE)
 
+# Kernels are named by their canonical package ("bonsai.kv"); a surface may import this runtime
+# under another name (`bonsai_tenant._vendor.bonsai`), so that prefix means "the package this copy
+# of the runtime is": a vendored copy reads its own kernels, never those of another `bonsai`.
+CANONICAL = "bonsai"
+RUNTIME_PACKAGE = __name__.rsplit(".", 2)[0]  # "<runtime>.gpu.shaders" -> "<runtime>"
+
+
+def resolve_package(package: str) -> str:
+    """The importable name of `package` ("bonsai.kv" -> e.g. "bonsai_tenant._vendor.bonsai.kv")."""
+    if package == CANONICAL or package.startswith(CANONICAL + "."):
+        return RUNTIME_PACKAGE + package[len(CANONICAL):]
+    return package
+
 
 @cache
 def load_source(package: str, filename: str) -> str:
@@ -29,7 +42,7 @@ def _expand(package: str, filename: str, including: tuple[str, ...]) -> str:
     if filename in including:
         raise ShaderError(f"{name}: include cycle ({' -> '.join((*including, filename))})")
     try:
-        text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
+        text = resources.files(resolve_package(package)).joinpath(filename).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError) as exc:
         where = f" (included from {package}/{including[-1]})" if including else ""
         raise ShaderError(f"{name}: shader not found{where}") from exc
