@@ -18,6 +18,7 @@ def filtered(chunks: list[str]) -> str:
 
 def test_the_tags_and_their_inner_newlines_go():
     assert filtered(["<tool_response>\n391\n</tool_response>"]) == "391"
+    assert filtered(list("<tool_response>\n391\n</tool_response>")) == "391"
     assert filtered(["The sum: <tool_response>391</tool_response>."]) == "The sum: 391."
     assert filtered(["a <tool_call> and <b>bold</b>\n"]) == "a <tool_call> and <b>bold</b>\n"
 
@@ -28,7 +29,7 @@ def test_splitting_the_text_anywhere_gives_the_same_output(parts, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
     chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     assert filtered(chunks) == filtered([text])
-    assert "<tool_response>" not in filtered(list(text))
+    assert filtered(list(text)) == filtered([text])  # one character at a time, as tokens come
 
 
 def test_mutation_without_holding_back_a_split_tag_leaks_through(monkeypatch):
