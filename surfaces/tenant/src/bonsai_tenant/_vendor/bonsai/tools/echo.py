@@ -30,9 +30,18 @@ class EchoFilter:
 
     def feed(self, text: str) -> str:
         text = self._held + text
-        keep = _pending(text)
-        self._held = text[len(text) - keep:] if keep else ""
-        return _TAGS.sub("", text[: len(text) - keep])
+        out: list[str] = []
+        pos = 0
+        for match in _TAGS.finditer(text):
+            if match.end() == len(text) and match.group() == OPEN:
+                break  # an opening tag at the very end: the newline it takes with it may still come
+            out.append(text[pos:match.start()])
+            pos = match.end()
+        rest = text[pos:]
+        keep = _pending(rest)
+        self._held = rest[len(rest) - keep:] if keep else ""
+        out.append(rest[: len(rest) - keep])
+        return "".join(out)
 
     def finish(self) -> str:
         text, self._held = self._held, ""
