@@ -97,3 +97,19 @@ def tenant_venv(tenant_wheel, tmp_path_factory):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return venv
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A tiny random qwen3 GGUF (ChatML specials, 8,192 positions): a real model the GPU runs quickly."""
+    from tests.runtime.model.synthetic import write_tiny_gguf
+
+    return write_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny.gguf", context_length=8192)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(gpu, tiny_model):
+    """The tenant's RuntimeBackend on the tiny model and the GPU (lavapipe here and in CI)."""
+    from bonsai_tenant.runtime_backend import RuntimeBackend
+
+    return RuntimeBackend.open(tiny_model, max_positions=1024)

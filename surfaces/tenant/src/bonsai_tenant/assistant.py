@@ -102,7 +102,7 @@ class Assistant:
                 elif isinstance(event, ToolCall):
                     calls.append(event)
                     yield Chunk(tool_call=event)
-                else:
+                elif isinstance(event, Finish):
                     finish = event
             history.append({"role": "assistant", "content": "".join(text) or None,
                             **({"tool_calls": [c.to_openai() for c in calls]} if calls else {})})
