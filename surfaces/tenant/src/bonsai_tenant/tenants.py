@@ -38,23 +38,52 @@ class ModelSpec:
     path: str | None = None
     # Tenants allowed to use this model; None means every tenant.
     tenants: frozenset[str] | None = None
+    # The most positions (prompt + reply) one request may use; None: the model's own context length.
+    max_positions: int | None = None
 
     def allows(self, tenant: Tenant) -> bool:
         return self.tenants is None or tenant.name in self.tenants
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How much work one request may ask for, and how many may wait."""
+
+    # the largest request body read (a larger one is a 413 before it is read)
+    max_body_bytes: int = 1 << 20
+    # requests waiting per model, all tenants together (each tenant gets an equal share); more: 429
+    queue_size: int = 16
+    # seconds from a request's arrival to its last byte, waiting included; then it is stopped
+    request_timeout: float = 300.0
+
+
+def _unique_keys(tenants: tuple[Tenant, ...]) -> None:
+    """Two tenants with one key would authenticate as each other: refuse, naming both."""
+    seen: dict[str, str] = {}
+    for tenant in tenants:
+        if tenant.key_sha256 in seen:
+            raise ConfigError(f"tenants.{tenant.name}: has the same API key as tenants.{seen[tenant.key_sha256]}; "
+                              "every tenant needs its own key")
+        seen[tenant.key_sha256] = tenant.name
+
+
+@dataclass(frozen=True)
 class ServerConfig:
-    """Everything the server needs to decide who may do what."""
+    """Everything the server needs to decide who may do what, and how much."""
 
     tenants: tuple[Tenant, ...]
     models: Mapping[str, ModelSpec]
+    limits: Limits = Limits()
+
+    def __post_init__(self) -> None:
+        _unique_keys(self.tenants)
 
     @classmethod
-    def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None) -> ServerConfig:
+    def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None,
+                  limits: Limits | None = None) -> ServerConfig:
         """Build from {tenant name: plain API key} (tests and embedding); default model for all."""
         tenants = tuple(Tenant(name, key_digest(key)) for name, key in sorted(keys.items()))
-        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")})
+        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")}, limits or Limits())
 
     def authenticate(self, authorization: str | None) -> Tenant:
         """The tenant whose key is in `Authorization: Bearer <key>`, else a 401."""
@@ -110,24 +139,48 @@ def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Te
     return Tenant(name, key_digest(key))
 
 
+def _positive(table: dict[str, Any], key: str, where: str, kind: type, default: Any) -> Any:
+    if key not in table:
+        return default
+    value = table[key]
+    ok = isinstance(value, int | float) if kind is float else isinstance(value, int)
+    if isinstance(value, bool) or not ok or value <= 0:
+        what = "a positive number of seconds" if kind is float else "a positive integer"
+        raise ConfigError(f"{where}.{key}: must be {what}, got {value!r}")
+    return kind(value)
+
+
 def _model(path: Path, model_id: str, table: Any, tenant_names: set[str]) -> ModelSpec:
     where = f"{path}: models.{model_id}"
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"path", "tenants"})
+    unknown = sorted(set(table) - {"path", "tenants", "max-positions"})
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use path or tenants)")
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use path, tenants or max-positions)")
     model_path = table.get("path")
     if model_path is not None and not isinstance(model_path, str):
         raise ConfigError(f"{where}.path: must be a string (a GGUF file)")
     tenants = _string_list(table["tenants"], f"{where}.tenants") if "tenants" in table else None
     for name in sorted((tenants or frozenset()) - tenant_names):
         raise ConfigError(f"{where}.tenants: {name!r} is not a tenant in this file")
-    return ModelSpec(model_id, model_path, tenants)
+    return ModelSpec(model_id, model_path, tenants, _positive(table, "max-positions", where, int, None))
+
+
+def _limits(path: Path, table: Any) -> Limits:
+    where = f"{path}: server"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(table) - {"max-body-bytes", "queue-size", "request-timeout"})
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use max-body-bytes, queue-size or request-timeout)")
+    default = Limits()
+    return Limits(_positive(table, "max-body-bytes", where, int, default.max_body_bytes),
+                  _positive(table, "queue-size", where, int, default.queue_size),
+                  _positive(table, "request-timeout", where, float, default.request_timeout))
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
-    """Read a TOML file with `[tenants.NAME]` and `[models.ID]` tables; errors name the key."""
+    """Read a TOML file with `[tenants.NAME]`, `[models.ID]` and `[server]` tables; errors name the key."""
     path = Path(path)
     environ = os.environ if environ is None else environ
     try:
@@ -136,9 +189,9 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> S
         raise ConfigError(f"{path}: cannot read the tenants file ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    unknown = sorted(set(data) - {"tenants", "models"})
+    unknown = sorted(set(data) - {"tenants", "models", "server"})
     if unknown:
-        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME] and [models.ID])")
+        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME], [models.ID] and [server])")
     tenants_table = data.get("tenants") or {}
     if not tenants_table:
         raise ConfigError(f"{path}: tenants: define at least one [tenants.NAME] table")
@@ -146,4 +199,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> S
     models_table = data.get("models") or {"smollm2": {}}
     names = {t.name for t in tenants}
     models = {m: _model(path, m, t, names) for m, t in sorted(models_table.items())}
-    return ServerConfig(tenants, models)
+    try:
+        return ServerConfig(tenants, models, _limits(path, data.get("server", {})))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
