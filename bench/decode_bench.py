@@ -100,7 +100,7 @@ def bench_gpu(a, ids):
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
-    if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)
+    if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
     engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups

@@ -12,9 +12,9 @@ import statistics
 import time
 
 from bonsai.engine.native import load_engine
-from bonsai.kv.attention import Attention
-from bonsai.kv.scatter import Scatter
-from bonsai.kv.store import Store
+from bonsai.kv.attention.driver import Attention
+from bonsai.kv.store.scatter import Scatter
+from bonsai.kv.store.store import Store
 from bonsai.ops import matmul, rmsnorm, rope
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "

@@ -11,13 +11,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from bonsai.diagnostics.exactness import Case, run_case
 from bonsai.engine.native import load_engine
 from bonsai.errors import GpuLimitError
 from bonsai.gpu.device import Gpu
-from bonsai.kv.attention import Attention
+from bonsai.kv.attention.driver import Attention
 from bonsai.kv.cache import KVCache
 from bonsai.kv.errors import KVError
-from bonsai.kv.exactness import Case, run_case
 from tests.runtime.model.synthetic import write_tiny_gguf
 
 
@@ -89,6 +89,6 @@ def test_head_dims_above_the_workgroup_limit_use_the_serial_kernel(gpu):
     assert Attention(g, 2, 1, 128, "f32", variant="serial").variant == "serial"
     with pytest.raises(KVError, match=r"head_dim \(128\) invocations per workgroup, above .*\(64\); use 'serial'"):
         Attention(g, 2, 1, 128, "f32", variant="blocks")
-    from bonsai.kv.attention import default_variant
+    from bonsai.kv.attention.driver import default_variant
 
     assert default_variant(g, 128) == "serial" and default_variant(g, 64) in ("serial", "blocks")

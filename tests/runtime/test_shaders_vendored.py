@@ -1,12 +1,13 @@
 """Kernels load from the runtime copy they belong to, wherever that copy is imported from.
 
-Surfaces vendor the runtime inside their own package (`bonsai_tenant._vendor.bonsai`); kernels are
-named by their canonical package (`gpu.kernel("bonsai.kv", "x.wgsl")`), which must resolve to the
-copy doing the loading, never to another `bonsai` (or to nothing) on sys.path.
+Surfaces vendor the runtime inside their own package (`bonsai_tenant._vendor.bonsai`). Every module
+names its kernels' package by `__package__` and includes are relative, so a vendored copy reads
+its own WGSL, never that of another `bonsai` on sys.path (nor fails to find it).
 """
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -19,41 +20,54 @@ PROBE = """
 import sys
 sys.path.insert(0, {root!r})
 from surface._vendor.bonsai.gpu import shaders
-print(shaders.load_source("bonsai.kv", "finalize.wgsl").splitlines()[0])
-print(shaders.load_source("bonsai.ops", "rmsnorm.wgsl") == open({rmsnorm!r}).read())
-try:
-    shaders.load_source("bonsai.kv", "nope.wgsl")
-except shaders.ShaderError as exc:
-    print(exc)
+from surface._vendor.bonsai.kv import attention
+text = shaders.load_source(attention.__package__, "serial.wgsl")
+print(text.count("// the vendored copy"))
 print("bonsai" in sys.modules)
 """
 
 
 @pytest.fixture
 def vendored(tmp_path: Path) -> Path:
-    """tmp/surface/_vendor/bonsai: the runtime copied inside a package, its finalize kernel marked."""
+    """tmp/surface/_vendor/bonsai: the runtime copied inside a package, one included kernel marked."""
     (tmp_path / "surface").mkdir()
     (tmp_path / "surface" / "__init__.py").write_text("")
     copy = tmp_path / "surface" / "_vendor" / "bonsai"
     shutil.copytree(RUNTIME, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    kernel = copy / "kv" / "finalize.wgsl"
-    kernel.write_text("// the vendored copy\n" + kernel.read_text())
+    row_format = copy / "kv" / "format" / "row_format.wgsl"
+    row_format.write_text("// the vendored copy\n" + row_format.read_text())
     return tmp_path
 
 
-def test_a_vendored_runtime_loads_its_own_kernels_in_an_isolated_interpreter(vendored):
-    rmsnorm = vendored / "surface" / "_vendor" / "bonsai" / "ops" / "rmsnorm.wgsl"
-    done = subprocess.run([sys.executable, "-I", "-c", PROBE.format(root=str(vendored), rmsnorm=str(rmsnorm))],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        "// the vendored copy", "True", "bonsai.kv/nope.wgsl: shader not found", "False"]
-
-
-def test_a_vendored_runtime_prefers_its_own_kernels_to_a_bonsai_on_sys_path(vendored):
-    """With the canonical runtime importable too, the copy still reads its own (marked) kernel."""
-    probe = PROBE.format(root=str(vendored), rmsnorm=str(RUNTIME / "ops" / "rmsnorm.wgsl"))
-    probe = f"import sys; sys.path.insert(0, {str(RUNTIME.parent)!r}); import bonsai\n" + probe
+@pytest.mark.parametrize("with_canonical", [False, True])
+def test_a_vendored_runtime_reads_its_own_kernels_and_includes(vendored, with_canonical):
+    """In an isolated interpreter, with or without the canonical runtime importable beside it."""
+    probe = PROBE.format(root=str(vendored))
+    if with_canonical:
+        probe = f"import sys; sys.path.insert(0, {str(RUNTIME.parent)!r}); import bonsai\n" + probe
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[:2] == ["// the vendored copy", "True"]
+    assert done.stdout.split() == ["1", str(with_canonical)]  # the copy's include, once
+
+
+def literal_kernel_packages(root: Path) -> list[str]:
+    """`file:line` of every kernel lookup whose package is a string literal (it would not move with a copy)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)
+                    and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("kernel", "load_source")
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_module_names_its_kernels_package_literally():
+    assert literal_kernel_packages(RUNTIME) == []
+
+
+def test_the_literal_check_catches_a_hardcoded_package(tmp_path):
+    """Mutation: a driver that names "bonsai.ops" again must be reported."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "argmax.py").write_text('def f(gpu):\n    return gpu.kernel("bonsai.ops", "argmax.wgsl")\n')
+    assert literal_kernel_packages(tmp_path) == ["ops/argmax.py:2"]

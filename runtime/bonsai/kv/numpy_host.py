@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import formats
 from .cache import KVCache
 from .errors import NonFiniteKVError
-from .formats import k_view
-from .quant4 import check_finite
-from .rowformats import RowFormat
-from .store import k_limit
+from .format import codec as formats
+from .format.codec import k_view
+from .format.quant4 import check_finite
+from .format.rows import RowFormat
+from .store.store import k_limit
 
 
 class NumpyKVCache(KVCache):

@@ -11,8 +11,8 @@ import pytest
 
 from bonsai.engine import Sampling
 from bonsai.engine.native import load_engine
-from bonsai.kv import quant4
-from bonsai.kv.rotate import hadamard
+from bonsai.kv.format import quant4
+from bonsai.kv.format.rotate import hadamard
 from bonsai.models import default_model_path
 
 from . import reference

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import bonsai.kv.attention as attention
+import bonsai.kv.attention.driver as attention
 from bonsai.engine.native import load_engine
 from tests.runtime.model.synthetic import write_tiny_gguf
 

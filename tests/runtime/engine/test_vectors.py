@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine import vectors
+from bonsai.engine import norms as vectors
 from bonsai.ops.host import dequantize
 from bonsai.ops.qtypes import QTYPES
 

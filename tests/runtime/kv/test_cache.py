@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import quant4
 from bonsai.kv.errors import KVError, NonFiniteKVError
+from bonsai.kv.format import quant4
+from bonsai.kv.format.rotate import hadamard
 from bonsai.kv.numpy_host import NumpyKVCache as KVCache
-from bonsai.kv.reference import reference
-from bonsai.kv.rotate import hadamard
+from bonsai.reference.attention import reference
 
 N_KV, HD, N_HEADS, LAYERS = 2, 64, 6, 2
 

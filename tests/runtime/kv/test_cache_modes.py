@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import formats
 from bonsai.kv.errors import KVError, NonFiniteKVError
-from bonsai.kv.formats import GROUP
+from bonsai.kv.format import codec as formats
+from bonsai.kv.format.codec import GROUP
 from bonsai.kv.numpy_host import NumpyKVCache as KVCache
-from bonsai.kv.reference import reference
+from bonsai.reference.attention import reference
 
 N_KV, HD, N_HEADS = 2, 64, 6
 

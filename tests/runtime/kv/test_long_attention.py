@@ -4,16 +4,16 @@ Regression for wrong tokens past ~500 positions on lavapipe: Mesa's llvmpipe end
 shader invocation once 65535 iterations have run in all of them together, silently. The serial fold
 runs 2 * head_dim + 2 iterations per position, so one dispatch over a 2,048-position window stopped
 folding after ~500 positions. The driver now cuts windows into pieces of `Attention.max_span`
-positions (bonsai.kv.attention.LOOP_BUDGET); the invariant keeps the pieces bit-identical to one fold.
+positions (bonsai.kv.attention.driver.LOOP_BUDGET); the invariant keeps the pieces bit-identical to one fold.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from bonsai.diagnostics.exactness import LONG_KV_LEN, Case, long_cases, run_case, run_long
 from bonsai.gpu.probe import loop_cap
-from bonsai.kv.attention import LOOP_BUDGET, Attention
-from bonsai.kv.exactness import LONG_KV_LEN, Case, long_cases, run_case, run_long
+from bonsai.kv.attention.driver import LOOP_BUDGET, Attention
 
 
 @pytest.mark.parametrize("mode", ["f32", "q4res"])
@@ -32,7 +32,7 @@ def test_long_caches_are_exact_with_the_blocks_kernel(gpu):
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["serial", "blocks"])
 def test_long_caches_every_mode(gpu, variant):
-    from bonsai.kv.modes import MODES
+    from bonsai.kv.format.modes import MODES
 
     results = run_long(gpu, long_cases(modes=tuple(MODES)), variant=variant)
     bad = [r.describe() for r in results if not r.ok]

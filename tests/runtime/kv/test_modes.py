@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import formats, quant4
-from bonsai.kv.exactness import full_groups, matrix, run_matrix
-from bonsai.kv.formats import GROUP, store_rows
-from bonsai.kv.modes import MODES
-from bonsai.kv.store import GroupStore, Store
+from bonsai.diagnostics.exactness import full_groups, matrix, run_matrix
+from bonsai.kv.format import codec as formats
+from bonsai.kv.format import quant4
+from bonsai.kv.format.codec import GROUP, store_rows
+from bonsai.kv.format.modes import MODES
+from bonsai.kv.store.store import GroupStore, Store
 
 NEW_MODES = [m for m in MODES if m not in ("f32", "q4", "q4r")]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import quant4
 from bonsai.kv.errors import NonFiniteKVError
-from bonsai.kv.rotate import hadamard
-from bonsai.kv.store import Store
+from bonsai.kv.format import quant4
+from bonsai.kv.format.rotate import hadamard
+from bonsai.kv.store.store import Store
 
 
 def gpu_store(gpu, k, v, mode):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bonsai.tools import echo
-from bonsai.tools.echo import EchoFilter
+from bonsai.toolcall import echo
+from bonsai.toolcall.echo import EchoFilter
 
 PARTS = ["<tool_response>", "</tool_response>", "\n", "391", "<", "</", "tool", "_response", ">", "a <b> c", " "]
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from bonsai.tools.grammar import compile_schema, json_object_node
-from bonsai.tools.matcher import CallMatcher
+from bonsai.toolcall.grammar import compile_schema, json_object_node
+from bonsai.toolcall.matcher import CallMatcher
 
 VALID = [b"{}", b'{"a": 1}', b'{"a":1,"b":[true,{"c":null}],"d":"x \\" y"}', b'{"k": {"k": {"k": [-0.5e3, ""]}}}']
 INVALID = [b"[1]", b'"x"', b'{"a" 1}', b'{"a": 1,}', b"{a: 1}", b'{"a": }', b" {}", b'{"a": 1}}', b'{"a": "</x"}']

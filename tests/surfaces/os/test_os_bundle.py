@@ -43,7 +43,7 @@ def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(
     (site,) = (tmp_path / "shiv").glob("*/site-packages")
     probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
              "import bonsai_os, numpy, wgpu, jinja2\n"
-             "import bonsai_os._vendor.bonsai as bonsai, bonsai_os._vendor.bonsai.engine, bonsai_os._vendor.bonsai.chat_template\n"
+             "import bonsai_os._vendor.bonsai as bonsai, bonsai_os._vendor.bonsai.engine, bonsai_os._vendor.bonsai.tokenizer.chat_template\n"
              "from bonsai_os._vendor.bonsai.models import default_model_path\n"
              "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model_path())")
     done = subprocess.run([str(bare_python), "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from bonsai_os._vendor.bonsai.errors import BonsaiError
-from bonsai_os._vendor.bonsai.tools import ToolRegistry, builtin_registry
-from bonsai_os._vendor.bonsai.tools.prompt import ToolPrompt
+from bonsai_os._vendor.bonsai.toolcall import ToolRegistry, builtin_registry
+from bonsai_os._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_os.model import LoadedModel
 from bonsai_os.session import Session
 

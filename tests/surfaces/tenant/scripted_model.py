@@ -13,9 +13,9 @@ import threading
 import time
 
 import numpy as np
-from bonsai_tenant._vendor.bonsai.chat_template import CHATML_TEMPLATE, ChatTemplate
 from bonsai_tenant._vendor.bonsai.tokenizer import BYTE_TO_CHAR
-from bonsai_tenant._vendor.bonsai.tools.prompt import ToolPrompt
+from bonsai_tenant._vendor.bonsai.tokenizer.chat_template import CHATML_TEMPLATE, ChatTemplate
+from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_tenant.decode import Cancelled, logprob_of
 from bonsai_tenant.runtime_backend import ModelParts, RuntimeBackend
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 from bonsai_tenant import prompt_ids
-from bonsai_tenant._vendor.bonsai.chat_template import CHATML_TEMPLATE, ChatTemplate
 from bonsai_tenant._vendor.bonsai.gguf import GGUFReader
 from bonsai_tenant._vendor.bonsai.tokenizer import Tokenizer
-from bonsai_tenant._vendor.bonsai.tools.prompt import ToolPrompt
+from bonsai_tenant._vendor.bonsai.tokenizer.chat_template import CHATML_TEMPLATE, ChatTemplate
+from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_tenant.prompt_ids import Vocabulary, encode_prompt
 from bonsai_tenant.server import create_app
 from bonsai_tenant.tenants import ModelSpec, ServerConfig

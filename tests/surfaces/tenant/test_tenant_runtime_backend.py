@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from bonsai_tenant._vendor.bonsai.tools.prompt import ToolPrompt
+from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_tenant.decode import Cancelled
 from bonsai_tenant.errors import InvalidRequest
 from bonsai_tenant.events import Finish, TextDelta, ToolCall

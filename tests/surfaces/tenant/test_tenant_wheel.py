@@ -75,7 +75,7 @@ def test_the_wheel_holds_the_app_and_the_synced_copy_only(tenant_wheel):
     assert "bonsai_tenant/server.py" in names and "bonsai_tenant/_vendor/bonsai/engine/engine.py" in names
     assert any(n.startswith("bonsai_tenant/_vendor/bonsai/kv/") and n.endswith(".wgsl") for n in names)
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", "bonsai-sync.lock"))]
-    assert not [n for n in names if n.startswith(("bonsai_tenant/_vendor/bonsai/cli.py", "tests/", "bonsai_sync/"))]
+    assert not [n for n in names if n.startswith(("bonsai_tenant/_vendor/bonsai/cli/", "tests/", "bonsai_sync/"))]
 
 
 def test_the_wheel_installs_nothing_outside_its_own_package(tenant_wheel):

@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace):
-    from ._vendor.bonsai.tools import builtin_registry
+    from ._vendor.bonsai.toolcall import builtin_registry
 
     names = [n for n in args.tools.split(",") if n.strip()]
     if args.root is not None and "read_file" not in names:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._vendor.bonsai.engine import Sampling, last_row, sample
-from ._vendor.bonsai.tools.engine_generate import stop_ids_for
+from ._vendor.bonsai.toolcall.engine_generate import stop_ids_for
 
 # on_token(token_id, logprob or None); raising stops the loop (the consumer went away)
 OnToken = Callable[[int, "Logprob | None"], None]

@@ -1,6 +1,6 @@
 """`response_format` as constrained decoding: the reply is one JSON object, then the end of the turn.
 
-The same grammar and byte trie as constrained tool calls (`bonsai.tools.grammar`, `.matcher`, `.trie`):
+The same grammar and byte trie as constrained tool calls (`bonsai.toolcall.grammar`, `.matcher`, `.trie`):
 `json_object` is any object, `json_schema` an object of its schema (the tools' supported subset,
 checked the same way, so whatever the mask lets through validates against the schema).
 """
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ._vendor.bonsai.errors import BonsaiError
-from ._vendor.bonsai.tools.grammar import compile_schema, json_object_node
-from ._vendor.bonsai.tools.matcher import CallMatcher, State
-from ._vendor.bonsai.tools.trie import TokenTrie
-from ._vendor.bonsai.tools.validate import check_supported
+from ._vendor.bonsai.toolcall.grammar import compile_schema, json_object_node
+from ._vendor.bonsai.toolcall.matcher import CallMatcher, State
+from ._vendor.bonsai.toolcall.trie import TokenTrie
+from ._vendor.bonsai.toolcall.validate import check_supported
 from .errors import InvalidRequest
 
 CACHE_STATES = 512

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ._vendor.bonsai.errors import BonsaiError
-from ._vendor.bonsai.tools import Tool, ToolRegistry
-from ._vendor.bonsai.tools.echo import EchoFilter
-from ._vendor.bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
-from ._vendor.bonsai.tools.parser import ToolCallParser
+from ._vendor.bonsai.toolcall import Tool, ToolRegistry
+from ._vendor.bonsai.toolcall.echo import EchoFilter
+from ._vendor.bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from ._vendor.bonsai.toolcall.parser import ToolCallParser
 from .decode import Cancelled, DecodeSettings, GenerateFn
 from .decode import Logprob as TokenLogprob
 from .errors import InvalidRequest, TenantError
@@ -41,7 +41,7 @@ class ModelParts:
     generate: GenerateFn
     # tokens, special_ids, encode(text, allow_special=...), token_bytes(id), token_id(text), is_special(id), vocab_size
     tokenizer: Any
-    # bonsai.tools.prompt.ToolPrompt: render(messages, tools) -> prompt text
+    # bonsai.toolcall.prompt.ToolPrompt: render(messages, tools) -> prompt text
     prompt: Any
     # the most positions a prompt plus its reply may take
     max_positions: int
@@ -93,12 +93,12 @@ class RuntimeBackend:
     def open(cls, path: str | Path | None, *, max_positions: int | None = None) -> RuntimeBackend:
         """The backend for a GGUF file (None: the default model), with at most `max_positions`
         positions per request (None: the model's own context length)."""
-        from ._vendor.bonsai.chat_template import ChatTemplate
         from ._vendor.bonsai.config import ModelConfig
         from ._vendor.bonsai.engine.native import load_engine
         from ._vendor.bonsai.gguf import GGUFReader
         from ._vendor.bonsai.models import resolve_model
-        from ._vendor.bonsai.tools.prompt import ToolPrompt
+        from ._vendor.bonsai.tokenizer.chat_template import ChatTemplate
+        from ._vendor.bonsai.toolcall.prompt import ToolPrompt
         from .decode import engine_generate
 
         model = resolve_model(path)
@@ -139,7 +139,7 @@ class RuntimeBackend:
                 return JsonConstraint(node, *self._trie_parts())
             if not (self.constrained and len(registry)):
                 return None
-            from ._vendor.bonsai.tools.constrain import ToolCallConstraint
+            from ._vendor.bonsai.toolcall.constrain import ToolCallConstraint
 
             vocab, trie = self._trie_parts()
             return ToolCallConstraint(registry, vocab, trie=trie, force_call=tool_choice == "required",
@@ -149,8 +149,8 @@ class RuntimeBackend:
 
     def _trie_parts(self) -> tuple[list[bytes | None], Any]:
         """The vocabulary's bytes and its TokenTrie (built once per model)."""
-        from ._vendor.bonsai.tools.constrain import vocabulary
-        from ._vendor.bonsai.tools.trie import TokenTrie
+        from ._vendor.bonsai.toolcall.constrain import vocabulary
+        from ._vendor.bonsai.toolcall.trie import TokenTrie
 
         if self._trie is None:
             self._vocab = vocabulary(self.parts.tokenizer)

@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..gpu.backend import round_up
-from .attention import Attention, Window
+from ..gpu.params import ParamCache
+from ..gpu.stepparams import StepParams
+from .attention.driver import Attention, Window
 from .errors import KVError, NonFiniteKVError
-from .modes import MODES, Mode, get_mode
-from .params import ParamCache
-from .rowformats import GROUP, RowFormat
-from .scatter import Scatter
-from .stepparams import StepParams
-from .store import GroupStore, Store
+from .format.modes import MODES, Mode, get_mode
+from .format.rows import GROUP, RowFormat
+from .store.scatter import Scatter
+from .store.store import GroupStore, Store
 
 ALSO_BYTES = 64  # room at the end of the staging buffer for `sync_host(also=...)`
 
@@ -58,7 +58,7 @@ class _Pending:
 
 
 class KVCache:
-    """Per-layer K/V in a `bonsai.kv.modes` mode: host master + GPU windows (see `bonsai.kv`)."""
+    """Per-layer K/V in a `bonsai.kv.format.modes` mode: host master + GPU windows (see `bonsai.kv`)."""
 
     host_codec = False  # True in subclasses that implement _encode_rows / _decode_rows (grouped modes)
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
-from .model import GpuModel, fit_batch
+from .forward import GpuModel, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights

@@ -19,5 +19,5 @@ def dispatch(gpu: Any, q: Any, k: Any, norm_w: Any, prm: Any, n_heads: int, t: i
 
     `norm_w` is [q_norm | k_norm] (2 * head_dim f32) when qk_norm, else any buffer.
     """
-    kern = gpu.kernel("bonsai.ops", "rope.wgsl", WG=WG, NEOX=neox, QK_NORM=qk_norm, HEAD_DIM=head_dim)
+    kern = gpu.kernel(__package__, "rope.wgsl", WG=WG, NEOX=neox, QK_NORM=qk_norm, HEAD_DIM=head_dim)
     gpu.dispatch(kern, [q, k, norm_w, prm], (n_heads, t))

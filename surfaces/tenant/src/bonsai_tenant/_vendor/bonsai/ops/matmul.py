@@ -73,7 +73,7 @@ def _spare(gpu: Any) -> tuple[Any, Any]:
 
 
 def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN) -> Any:
-    return gpu.kernel("bonsai.ops", "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
+    return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
                       LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out)
 
 
