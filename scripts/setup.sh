@@ -25,7 +25,12 @@ bash surfaces/extension/fetch_pyodide.sh
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[runtime,test,lint]'
-.venv/bin/bonsai models pull >&2
+# pip runs only when pyproject.toml changed since the last setup, so a set-up machine needs no network
+stamp=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat .venv/.bonsai-setup 2>/dev/null)" != "$stamp" ]; then
+    .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[runtime,test,lint]'
+    echo "$stamp" > .venv/.bonsai-setup
+fi
+.venv/bin/bonsai models pull >&2  # a no-op (checksum only) once the model is in the cache
 echo "setup: ready (.venv)" >&2
