@@ -77,7 +77,7 @@ class Backend(Protocol):
     Yields TextDelta, ToolCall (and Logprob) events as they are decoded and exactly one Finish, last.
     Request problems found before generating (a schema it cannot follow, a prompt too long) raise
     InvalidRequest from `stream` itself. Options it honours are listed in an optional `features`
-    attribute (a subset of FEATURES) and passed as keywords: tool_choice ("auto" | "required"),
+    attribute (a subset of FEATURES) and passed as extra keywords: tool_choice ("auto" | "required"),
     parallel_tool_calls (bool), response_format (None | {"type": "json_object"} | {"type":
     "json_schema", "schema": {...}}), stop (tuple of str), top_p (float), seed (int | None),
     logprobs (None | number of alternatives). The returned iterator may have `cancel()`: the server
@@ -91,5 +91,4 @@ class Backend(Protocol):
         tools: Sequence[Mapping[str, Any]],
         max_tokens: int,
         temperature: float,
-        **options: Any,
     ) -> Iterator[Event]: ...

@@ -24,7 +24,7 @@ from typing import Any
 from ._vendor.bonsai.tokenizer import BYTE_TO_CHAR
 from .errors import InvalidRequest
 
-Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], str]
+Render = Callable[[list[Any], list[Any] | None], str]
 
 
 class PromptTooLong(InvalidRequest):

@@ -124,7 +124,7 @@ class JsonErrors:
 
 def _check_features(backend: Backend, spec: ModelSpec, req: ChatRequest) -> None:
     """A parameter the model's backend does not honour is a 400, never silently dropped."""
-    features = getattr(backend, "features", frozenset())
+    features: frozenset[str] = getattr(backend, "features", frozenset())
     for name in req.options():
         if name not in features:
             raise bad(f"{name}: not supported by model {spec.id!r}", name)
