@@ -118,13 +118,19 @@ def _string_list(value: Any, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
-def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
-    where = f"{path}: tenants.{name}"
+def _table(where: str, table: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """`table` if it is a TOML table holding only `keys`; else a ConfigError naming what is wrong."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"api-key-env", "api-key-sha256"})
+    unknown = sorted(set(table) - set(keys))
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use api-key-env or api-key-sha256)")
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use {', '.join(keys[:-1])} or {keys[-1]})")
+    return table
+
+
+def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
+    where = f"{path}: tenants.{name}"
+    table = _table(where, table, ("api-key-env", "api-key-sha256"))
     if "api-key-sha256" in table:
         digest = table["api-key-sha256"]
         if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
@@ -152,11 +158,7 @@ def _positive(table: dict[str, Any], key: str, where: str, kind: type, default: 
 
 def _model(path: Path, model_id: str, table: Any, tenant_names: set[str]) -> ModelSpec:
     where = f"{path}: models.{model_id}"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"path", "tenants", "max-positions"})
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use path, tenants or max-positions)")
+    table = _table(where, table, ("path", "tenants", "max-positions"))
     model_path = table.get("path")
     if model_path is not None and not isinstance(model_path, str):
         raise ConfigError(f"{where}.path: must be a string (a GGUF file)")
@@ -168,11 +170,7 @@ def _model(path: Path, model_id: str, table: Any, tenant_names: set[str]) -> Mod
 
 def _limits(path: Path, table: Any) -> Limits:
     where = f"{path}: server"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"max-body-bytes", "queue-size", "request-timeout"})
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use max-body-bytes, queue-size or request-timeout)")
+    table = _table(where, table, ("max-body-bytes", "queue-size", "request-timeout"))
     default = Limits()
     return Limits(_positive(table, "max-body-bytes", where, int, default.max_body_bytes),
                   _positive(table, "queue-size", where, int, default.queue_size),
