@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kv.errors import KVError
-from ..kv.format import quant4
+from ..kv.format import codec
 from ..kv.format.rotate import hadamard
 from ..reference.attention import reference
 
@@ -34,7 +34,7 @@ class Row:
 
 def roundtrip(x: np.ndarray) -> np.ndarray:
     """Rows through the 4-bit format and back (bit-identical to the GPU store kernel)."""
-    return quant4.decode(quant4.encode(x, "q4"), "q4")
+    return codec.roundtrip(x, "q4")
 
 
 def cached_kv(mode: str, k: np.ndarray, v: np.ndarray,

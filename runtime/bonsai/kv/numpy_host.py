@@ -13,8 +13,7 @@ import numpy as np
 from .cache import KVCache
 from .errors import NonFiniteKVError
 from .format import codec as formats
-from .format.codec import k_view
-from .format.quant4 import check_finite
+from .format.codec import check_finite, k_view
 from .format.rows import RowFormat
 from .store.store import k_limit
 

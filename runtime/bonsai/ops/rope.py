@@ -8,6 +8,9 @@ from typing import Any
 WG = 64
 
 
+PARAM_BYTES = 48  # the block `params` packs: 12 words
+
+
 def params(n_heads: int, head_dim: int, n_rot: int, pos_base: int, base: float, n_q: int, eps: float = 0.0) -> bytes:
     """n_heads = Q heads + K heads; the first n_q are in the q buffer, the rest in the k buffer."""
     return struct.pack("<6IfIf3I", n_heads, head_dim, n_rot, 0, 0, pos_base, base, n_q, eps, 0, 0, 0)

@@ -7,7 +7,6 @@ import pytest
 
 from bonsai.diagnostics.exactness import full_groups, matrix, run_matrix
 from bonsai.kv.format import codec as formats
-from bonsai.kv.format import quant4
 from bonsai.kv.format.codec import GROUP, store_rows
 from bonsai.kv.format.modes import MODES
 from bonsai.kv.store.store import GroupStore, Store
@@ -61,11 +60,6 @@ def test_store_kernel_matches_the_formats_for_every_mode(gpu, hd):
         want_k, want_v = store_rows(MODES[mode], xm, xm[::-1].copy())
         assert np.array_equal(k, want_k), mode
         assert np.array_equal(v, want_v), mode
-
-
-def test_q4_of_formats_is_the_seed_format():
-    x = np.clip(edge_rows(64), -4e5, 4e5)
-    assert np.array_equal(formats.encode(x, "q4"), quant4.encode(x, "q4"))
 
 
 @pytest.mark.parametrize("fmt", ["c4", "c4a"])

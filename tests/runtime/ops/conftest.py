@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.ops.host import quantize_q1_0
 from bonsai.ops.qtypes import QTYPES
+from bonsai.reference.quants import quantize_q1_0
 
 
 def quantized(name: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from source_imports import imported_top_names  # tests/
 
 from bonsai.ops import matmul as mm
-from bonsai.ops.host import interleave_rows_reference
+from tests.helpers.ops import interleave_rows_reference
 
 OP_MODULES = ["__init__", "argmax", "matmul", "qtypes", "rmsnorm", "rope", "swiglu"]
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType, quants
 
-from bonsai.ops import host
 from bonsai.ops import matmul as mm
-from bonsai.ops.host import dequantize
 from bonsai.ops.qtypes import QTYPES, UnsupportedTensorType, qtype
+from tests.helpers import ops as host
+from tests.helpers.ops import dequantize
 
 from .conftest import quantized
 
@@ -20,20 +20,23 @@ def _plus_zero(a):
     return (a + np.float32(0)).view(np.uint32)  # -0.0 -> +0.0: x*0 sums cannot keep a sign of zero
 
 
-@pytest.mark.parametrize("name", ["F16", "Q4_0", "Q4_1", "Q8_0"])
-def test_numpy_dequant_equals_gguf_quants(name):
-    raw = quantized(name, 5, 256, seed=3)
-    ours = dequantize(raw, QTYPES[name], 256)
-    theirs = quants.dequantize(raw, GGMLQuantizationType[name]).reshape(5, 256)
-    assert np.array_equal(ours.view(np.uint32), theirs.astype(np.float32).view(np.uint32))
-
-
 def test_q1_0_sign_bit_one_is_plus_scale():
     raw = np.zeros((1, 18), np.uint8)
     raw[0, :2] = np.array([0.5], np.float16).view(np.uint8)
     raw[0, 2] = 0b00000101  # weights 0 and 2 positive, LSB first
     w = dequantize(raw, QTYPES["Q1_0"], 128)[0]
     assert w[:4].tolist() == [0.5, -0.5, 0.5, -0.5] and (w[8:] == -0.5).all()
+
+
+def test_q1_0_quantises_zero_as_plus_scale():
+    """The format (llama.cpp's quantize_row_q1_0_ref) sets bit 1 for x >= 0: zeros dequantise to +d."""
+    from bonsai.reference.quants import quantize_q1_0
+
+    w = np.zeros((1, 128), np.float32)
+    w[0, :3] = [-1.0, 2.0, -3.0]
+    back = dequantize(quantize_q1_0(w), QTYPES["Q1_0"], 128)[0]
+    d = np.float32(np.float16(6.0 / 128))
+    assert back[:4].tolist() == [-d, d, -d, d] and (back[3:] == d).all()
 
 
 @pytest.mark.parametrize("name", TYPES)

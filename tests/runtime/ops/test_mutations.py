@@ -11,11 +11,11 @@ import pytest
 
 from bonsai.gpu import shaders
 from bonsai.gpu.device import Kernel
-from bonsai.ops import host
 from bonsai.ops import matmul as mm
 from bonsai.ops import rope as rp
-from bonsai.ops.host import dequantize
 from bonsai.ops.qtypes import QTYPES
+from tests.helpers import ops as host
+from tests.helpers.ops import dequantize
 
 from .conftest import quantized
 

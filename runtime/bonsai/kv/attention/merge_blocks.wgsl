@@ -18,6 +18,8 @@
 
 //#include "../format/row_format.wgsl"
 
+//#include "state.wgsl"
+
 //#include "block_state.wgsl"
 
 @compute @workgroup_size({{HEAD_DIM}})
@@ -25,7 +27,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let idx = wid.y * 65535u + wid.x;
     if (idx >= p.n_q * p.n_heads) { return; }
     let j = lid.x;
-    let sb = idx * STATE;
+    let sb = main_fold(idx);
+    let pb = partial_fold(idx);
     var mm = NEG_BIG;
     var ll = 0.0;
     var aa = 0.0;
@@ -33,12 +36,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var pl = 0.0;
     var pa = 0.0;
     if (w.first == 0u) {
-        mm = state[sb];
-        ll = state[sb + 1u];
-        aa = state[sb + 2u + j];
-        pm = state[sb + HD + 2u];
-        pl = state[sb + HD + 3u];
-        pa = state[sb + HD + 4u + j];
+        mm = state[sb + M_AT];
+        ll = state[sb + L_AT];
+        aa = state[sb + ACC_AT + j];
+        pm = state[pb + M_AT];
+        pl = state[pb + L_AT];
+        pa = state[pb + ACC_AT + j];
     }
     workgroupBarrier();  // every invocation has read m and l before invocation 0 overwrites them
     let end = min(w.end, causal_end(idx / p.n_heads));
@@ -49,10 +52,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let lo = max(w.start, bb * BLOCK);
         let hi = min(end, (bb + 1u) * BLOCK);
         if (lo >= hi) { break; }  // this token sees nothing of the window from here on
-        let ob = (idx * nblocks + k) * (HD + 2u);
-        let bm = part[ob];
-        let bl = part[ob + 1u];
-        let ba = part[ob + 2u + j];
+        let ob = (idx * nblocks + k) * FOLD;
+        let bm = part[ob + M_AT];
+        let bl = part[ob + L_AT];
+        let ba = part[ob + ACC_AT + j];
         if (hi == (bb + 1u) * BLOCK) {
             let m_new = max(mm, bm);
             let a = exp(mm - m_new);
@@ -80,11 +83,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
     }
     if (j == 0u) {
-        state[sb] = mm;
-        state[sb + 1u] = ll;
-        state[sb + HD + 2u] = pm;
-        state[sb + HD + 3u] = pl;
+        state[sb + M_AT] = mm;
+        state[sb + L_AT] = ll;
+        state[pb + M_AT] = pm;
+        state[pb + L_AT] = pl;
     }
-    state[sb + 2u + j] = aa;
-    state[sb + HD + 4u + j] = pa;
+    state[sb + ACC_AT + j] = aa;
+    state[pb + ACC_AT + j] = pa;
 }

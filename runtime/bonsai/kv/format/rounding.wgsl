@@ -1,16 +1,9 @@
 // Exact rounding helpers shared by the KV quantisers (store.wgsl, group.wgsl), included with
-// //#include. Spec: bonsai/kv/formats.py. No shader-f16 and no pack2x16float: every rounding is
+// //#include. Spec: bonsai/kv/format/codec.py. No shader-f16 and no pack2x16float: every rounding is
 // integer/exact-product code, identical on every device (WGSL division is not correctly rounded,
 // so it is only ever a first guess here).
 
-// f16 bits (positive, finite or 0x7c00) -> f32 value; 0x7c00 maps to 65536 (only used as the
-// upper neighbour of 65504 when forming a rounding midpoint).
-fn h2f(h: u32) -> f32 {
-    let e = (h >> 10u) & 31u;
-    let m = h & 1023u;
-    if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }  // m * 2^-24, exact
-    return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
-}
+//#include "f16.wgsl"
 
 // Round-to-nearest-even f16 bits of a finite x >= 0 (a first guess; corrected by the caller).
 fn f2h_guess(x: f32) -> u32 {
@@ -62,19 +55,12 @@ fn round_ratio(a: f32, s: f32, top: f32) -> u32 {
     return n;
 }
 
-// f32 value of signed f16 bits (finite).
-fn h2f_signed(h: u32) -> f32 {
-    let x = h2f(h & 0x7fffu);
-    if ((h & 0x8000u) != 0u) { return -x; }
-    return x;
-}
-
 // Round-to-nearest-even signed f16 bits of a finite f32 (0x7c00 magnitude when it overflows).
 fn f2h_signed(x: f32) -> u32 {
     return f2h_guess(abs(x)) | ((bitcast<u32>(x) >> 16u) & 0x8000u);
 }
 
-// Asymmetric (scale, min) of values in [lo, hi] (formats.py): returns scale bits | min bits << 16,
+// Asymmetric (scale, min) of values in [lo, hi] (codec.py): returns scale bits | min bits << 16,
 // or 0xffffffff when they do not fit f16 (the caller flags the row).
 fn asym_params(lo: f32, hi: f32) -> u32 {
     let mn = f2h_signed(lo);

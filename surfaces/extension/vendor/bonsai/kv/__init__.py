@@ -1,6 +1,6 @@
 """The KV cache: quantised (or f32) K/V rows, a host-RAM master copy, GPU windows, exact chunked attention.
 
-Modes (`modes.MODES`; row formats bit for bit in `formats`, the seed's q4 in `quant4`); bits per
+Modes (`format.modes.MODES`; row formats bit for bit in `format.codec`); bits per
 stored element with scales, head_dim 64:
     f32      K, V f32                                                            32
     q8       K, V 8-bit per row, f16 scale                                        8.5

@@ -1,7 +1,6 @@
-// Shared by the blocks variant (//#include): block size, state stride, and the merge of two folds.
-// Expects `w` (Window) and format/row_format.wgsl.
+// Shared by the blocks variant (//#include): block size and the window's blocks.
+// Expects `w` (Window), format/row_format.wgsl and state.wgsl.
 const BLOCK: u32 = {{BLOCK}}u;    // positions per block, aligned to absolute positions
-const STATE: u32 = 2u * (HD + 2u);  // floats of state per (token, head): MAIN (m, l, acc), PARTIAL (m, l, acc)
 
 // Blocks the window [w.start, w.end) touches (the dispatch's x size; the layout of `part`).
 fn window_blocks() -> u32 {

@@ -13,9 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ...gpu.params import ParamCache
-from ...gpu.stepparams import StepParams
-from ...gpu.words import f32_bits, f32_literal
+from ...gpu.limits import MAX_GROUPS, grid, workgroups
+from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
 from ..errors import KVError
 from ..format.modes import Mode, get_mode
 from ..format.rows import FORMATS, GROUP
@@ -45,8 +44,6 @@ NO_MUTATIONS = Mutations()
 # invariant holds for any windowing (see blocks.wgsl). Two dispatches per window.
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
-FORMAT_PACKAGE = f"{__package__.rpartition('.')[0]}.format"  # rotate.wgsl's package (rotate.py needs numpy)
-MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's maxComputeWorkgroupsPerDimension)
 # Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
 # least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
 # silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
@@ -107,6 +104,8 @@ class Attention:
         self.step = step
         self.variant = default_variant(gpu, head_dim) if variant == "auto" else variant
         self.block = BLOCK  # read at construction, so a test can shrink it
+        self.folds = 2 if self.variant == "blocks" else 1  # state.wgsl: MAIN (and the blocks' PARTIAL)
+        self.fold_floats = head_dim + 2  # one fold: m, l, acc[head_dim]
         self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
@@ -119,11 +118,11 @@ class Attention:
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
-            self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, 2 + hd] f32
-        self.finalize = gpu.kernel(__package__, "finalize.wgsl", HEAD_DIM=head_dim, BLOCKS=self.variant == "blocks")
+            self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, fold_floats] f32
+        self.finalize = gpu.kernel(__package__, "finalize.wgsl", HEAD_DIM=head_dim, FOLDS=self.folds)
         self.rotate = None
         if m.rotate_k:
-            self.rotate = gpu.kernel(FORMAT_PACKAGE, "rotate.wgsl", HEAD_DIM=head_dim,
+            self.rotate = gpu.kernel(__package__, "rotate_query.wgsl", HEAD_DIM=head_dim,
                                      INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
         self._qr: Any = None
 
@@ -136,7 +135,7 @@ class Attention:
             consts["BLOCK"] = self.block
         return self.gpu.kernel(
             __package__, filename or VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
-            GROUP=self.mode.kf.group or GROUP, **consts,
+            GROUP=self.mode.kf.group or GROUP, FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
@@ -158,7 +157,7 @@ class Attention:
         if self.variant == "serial":
             per_position, fixed = 2 * self.head_dim + 4, 4 * self.head_dim + 64
             return max(1, (LOOP_BUDGET - fixed) // per_position)
-        part_row = n_q * self.n_heads * (self.head_dim + 2) * 4  # bytes of one block's folds
+        part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
         blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
         if blocks < 1:
             raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
@@ -186,7 +185,7 @@ class Attention:
 
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""
-        return n_q * self.n_heads * (self.head_dim + 2) * 4 * (2 if self.variant == "blocks" else 1)
+        return n_q * self.n_heads * self.fold_floats * 4 * self.folds
 
     def call_params(self, pos_base: int, n_q: int) -> Any:
         """The (cached) parameter buffer of one attention call."""
@@ -212,7 +211,7 @@ class Attention:
         nbytes = n_q * self.n_heads * self.head_dim * 4
         if self._qr is None or self._qr.size < nbytes:
             self._qr = self.gpu.buffer(nbytes)
-        self.gpu.dispatch(self.rotate, [params, q_buf, self._qr], (_groups(n_q * self.n_heads),))
+        self.gpu.dispatch(self.rotate, [params, q_buf, self._qr], (workgroups(n_q * self.n_heads),))
         return self._qr
 
     def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
@@ -226,22 +225,22 @@ class Attention:
         n = n_q * self.n_heads
         fold = self.fold_residual if win.residual else self.fold
         if self.variant == "serial":  # one invocation per (token, head)
-            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], (_groups(n),))
+            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], (workgroups(n),))
             return
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
                           f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
         blocks = self.fold_shape(win)
-        need = n * blocks * (self.head_dim + 2) * 4
+        need = n * blocks * self.fold_floats * 4
         if self._part is None or self._part.size < need:
             self._part = self.gpu.buffer(need)
         self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
-        self.gpu.dispatch(self.merge, [params, wp, state, self._part], (min(n, MAX_GROUPS), -(-n // MAX_GROUPS)))
+        self.gpu.dispatch(self.merge, [params, wp, state, self._part], grid(n))
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""
         params = self.call_params(pos_base, n_q)
-        self.gpu.dispatch(self.finalize, [params, state, out_buf], (_groups(n_q * self.n_heads),))
+        self.gpu.dispatch(self.finalize, [params, state, out_buf], (workgroups(n_q * self.n_heads),))
 
     def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
                windows: list[Window]) -> None:
@@ -254,6 +253,3 @@ class Attention:
             self.fold_window(q, state, pos_base, n_q, win, i == 0, i)
         self.finish(state, out_buf, pos_base, n_q)
 
-
-def _groups(n: int) -> int:
-    return (n + 63) // 64

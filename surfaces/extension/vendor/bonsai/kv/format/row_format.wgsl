@@ -1,7 +1,7 @@
 // Shared by the attention kernels (//#include): the K/V row-format constants and f16 decoding.
 // Expects nothing; declares HD, the K_/V_ format constants, the MUT_ flags, h2f and h2f_signed.
 const HD: u32 = {{HEAD_DIM}}u;
-// Row formats (bonsai/kv/formats.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
+// Row formats (bonsai/kv/format/codec.py): bits 32 = f32; otherwise offset-binary codes, K_PER per word,
 // then f16 scales two per word. K_BLOCK values share a scale; K_C4: one scale per channel per
 // GROUP positions, carried by the group's rows (channel d's in row d / CPR of the group).
 const K_BITS: u32 = {{K_BITS}}u;
@@ -31,15 +31,4 @@ const MUT_NORMALISE: bool = {{MUT_NORMALISE}};
 const MUT_GQA: bool = {{MUT_GQA}};
 const MUT_CAUSAL: bool = {{MUT_CAUSAL}};
 
-fn h2f(h: u32) -> f32 {
-    let e = (h >> 10u) & 31u;
-    let m = h & 1023u;
-    if (e == 0u) { return f32(m) * 5.9604644775390625e-8; }
-    return bitcast<f32>(((e + 112u) << 23u) | (m << 13u));
-}
-
-fn h2f_signed(h: u32) -> f32 {
-    let x = h2f(h & 0x7fffu);
-    if ((h & 0x8000u) != 0u) { return -x; }
-    return x;
-}
+//#include "f16.wgsl"

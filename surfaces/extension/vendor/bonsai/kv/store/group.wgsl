@@ -1,4 +1,4 @@
-// Quantise one full group of GROUP positions of K per channel (format c4, spec: bonsai/kv/formats.py):
+// Quantise one full group of GROUP positions of K per channel (format c4, spec: bonsai/kv/format/codec.py):
 // reads GROUP f32 rows [GROUP, N_KV, HD] at src[p.src_word ..], writes GROUP c4 rows
 // [GROUP, N_KV, ROW_WORDS] at dst[p.dst_word ..]. One invocation per (KV head g, octet c of channels
 // 8c..8c+7): it owns value word c of every row of the group and the scale words of its channels

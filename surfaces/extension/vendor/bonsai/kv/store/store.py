@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...gpu.params import ParamCache
-from ...gpu.words import f32_literal
+from ...gpu.limits import workgroups
+from ...gpu.params import ParamCache, f32_literal
 from ..format.modes import MODES, Mode, get_mode
 from ..format.rows import FORMATS, RowFormat
 
@@ -47,7 +47,7 @@ class Store:
         """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags."""
         rows = self.halves * n * self.n_kv
         params = self.params.get(n, dst_word, flag_base, src_pos)
-        self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], ((rows + 63) // 64,))
+        self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], (workgroups(rows),))
 
 
 class GroupStore:
@@ -66,7 +66,7 @@ class GroupStore:
         """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word."""
         params = self.params.get(src_word, dst_word, 0, 0)
         n = self.n_kv * self.head_dim // 8
-        self.gpu.dispatch(self.kernel, [params, src, dst], ((n + 63) // 64,))
+        self.gpu.dispatch(self.kernel, [params, src, dst], (workgroups(n),))
 
 
 __all__ = ["MODES", "Store"]

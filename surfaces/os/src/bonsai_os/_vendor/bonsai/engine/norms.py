@@ -1,6 +1,6 @@
 """Norm vectors as f32 bytes: GGML rows dequantised in pure Python (the kernels read norms as f32).
 
-Bit-identical to the array reference `bonsai.ops.host.dequantize`: every weight is an f16 scale
+Bit-identical to the reference `bonsai.reference.quants.dequantize_raw`: every weight is an f16 scale
 times a small integer (plus an f16 min for Q4_1), which is exact in f32, and d * q + m of f16 values
 is exact in a Python float (all are multiples of 2**-24 below 2**21), so packing to f32 rounds once.
 """

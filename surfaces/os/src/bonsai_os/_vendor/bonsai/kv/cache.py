@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..gpu.backend import round_up
-from ..gpu.params import ParamCache
-from ..gpu.stepparams import StepParams
+from ..gpu.params import ParamCache, StepParams
 from .attention.driver import Attention, Window
 from .errors import KVError, NonFiniteKVError
 from .format.modes import MODES, Mode, get_mode

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..config import ModelConfig
 from ..errors import GpuLimitError
+from ..gpu.params import ParamCache
 from ..ops import argmax, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
@@ -40,28 +41,14 @@ def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
     return max(1, min(batch, max_binding_bytes // row))
 
 
-class Params:
-    """Parameter buffers, one per distinct content, created on first use and then bound as-is."""
-
-    def __init__(self, gpu: Any) -> None:
-        self.gpu = gpu
-        self._bufs: dict[bytes, Any] = {}
-
-    def __call__(self, block: bytes) -> Any:
-        buf = self._bufs.get(block)
-        if buf is None:
-            buf = self._bufs[block] = self.gpu.upload(block)
-        return buf
-
-
 class GpuModel:
     """Weights + activations + the kernels' params; `record(...)` lays down one forward pass."""
 
     def __init__(self, gpu: Any, cfg: ModelConfig, weights: Weights, cache: Any, batch: int = 32) -> None:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
-        self.params = Params(gpu)
-        self.rope = gpu.buffer(48)  # RoPE params, rewritten each step: the position changes
+        self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
+        self.rope = gpu.buffer(rope.PARAM_BYTES)  # RoPE params, rewritten each step: the position changes
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
@@ -72,7 +59,7 @@ class GpuModel:
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
-        prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, x_stride, y_stride, y_off, x_off))
+        prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, x_stride, y_stride, y_off, x_off))
         mm.dispatch(self.gpu, m, x, y, prm, t, accum=accum)
 
     def record(self, ids: list[int], pos: int, *, all_logits: bool) -> None:
@@ -113,15 +100,15 @@ class GpuModel:
     def _record_dispatches(self, pos: int, t: int, all_logits: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
         e = self.w.embed
-        mm.dispatch_embed(g, e, a.ids, a.x, self.params(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
-        norm_prm = self.params(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
+        mm.dispatch_embed(g, e, a.ids, a.x, self.params.block(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
+        norm_prm = self.params.block(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
         for layer, lw in enumerate(self.w.layers):
             if self.submit_every and layer and layer % self.submit_every == 0:
                 g.flush()
             rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch
                 m = lw.qkv[0]
-                prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
+                prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
                 mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v)
             else:
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
@@ -133,7 +120,7 @@ class GpuModel:
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
             m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul
-            prm = self.params(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, c.ffn_dim))
+            prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, c.ffn_dim))
             mm.dispatch(g, m, a.xn, a.act, prm, t, out=mm.OUT_SWIGLU)
             self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
         out = self.w.output
@@ -143,7 +130,7 @@ class GpuModel:
         else:  # only the last token's logits: normalise all rows (cheap), project row t-1
             rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
             self._mm(out, a.xn, a.logits, 1, x_stride=c.dim, y_stride=c.vocab_size, x_off=(t - 1) * c.dim)
-        argmax.dispatch(g, a.logits, a.token, self.params(argmax.params(c.vocab_size, 0)))
+        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)))
 
     def read_logits(self, rows: int) -> memoryview[float]:
         """The first `rows` rows of logits: a read-only f32 memoryview shaped (rows, vocab)."""

@@ -4,7 +4,7 @@ Row formats (one K or V row of `hd` f32 values; stored as u32 words):
 
     f32     hd words, the f32 bits.
     q8      bits 8, one scale per row:     hd/4 value words + 1 scale word
-    q4      bits 4, one scale per row:     hd/8 value words + 1 scale word   (= `quant4`, the seed's format)
+    q4      bits 4, one scale per row:     hd/8 value words + 1 scale word   (the seed's format)
     q4b     bits 4, one scale per 32 values: hd/8 value words + hd/64 scale words (Q4_0-like)
     q4a     bits 4, asymmetric per row: hd/8 value words + 1 word (scale low half, min high half)
     c4      bits 4, one scale per CHANNEL per group of G=32 positions (K only, see below)
@@ -21,9 +21,12 @@ Per scale block of values x (a whole row, or 32 consecutive values; qmax = 2^(bi
 
 Values are stored offset-binary (unsigned raw, `off` = the zero): value j of a row lives in word
 j // (32/bits), bits bits*(j % (32/bits)) and up (little-endian bytes, low nibble first). Scale b
-of the row (block b) is an f16 in word value_words + b // 2, low half for even b, zero-filled. As
-in `quant4`, every rounding is of an exact quotient, which f64 numpy gets right and the WGSL
-kernels decide with exact f32 products, so both give the same bits on any device.
+of the row (block b) is an f16 in word value_words + b // 2, low half for even b, zero-filled.
+Every rounding is of an EXACT quotient, not an f32-rounded one, because WGSL division is not
+correctly rounded (2.5 ulp allowed; real GPUs use it): the kernels decide every rounding with
+products that are exact in f32 (an f16 scale has 11 significant bits), so any device gives these
+bits; in numpy the f64 quotient never crosses a tie or an f16 midpoint that the exact one does
+not reach, so `np.rint(f64)` / `astype(float16)` compute the same thing.
 
 c4 (per-channel K, after KIVI): positions are grouped by absolute position, G = 32 per group.
 Within a group, channel d of KV head h has one scale over the G values K[p, h, d]; the group's
@@ -56,11 +59,19 @@ import numpy as np
 
 from ..errors import NonFiniteKVError
 from .modes import Mode
-from .quant4 import check_finite
 from .rotate import hadamard
 from .rows import FORMATS, GROUP, RowFormat
 
-__all__ = ["FORMATS", "GROUP", "RowFormat", "decode", "encode", "k_view", "roundtrip", "store_rows"]
+__all__ = ["FORMATS", "GROUP", "RowFormat", "check_finite", "decode", "encode", "k_view", "pack_rows", "roundtrip",
+           "store_rows", "unpack_rows"]
+
+
+def check_finite(x: np.ndarray, what: str = "K/V rows") -> None:
+    """Raise NonFiniteKVError naming the first bad value of `x` ([..., head_dim])."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise NonFiniteKVError(f"{what}: non-finite value {x[idx]} at index {idx}; refusing to cache it")
 
 
 def _scales(amax: np.ndarray, qmax: int, what: str) -> np.ndarray:
@@ -165,8 +176,21 @@ def encode(x: np.ndarray, fmt: str | RowFormat, what: str = "K/V rows") -> np.nd
     f.check(hd)
     if f.per_channel:
         return _encode_groups(x, f, what)
-    raw, scale = quantise_rows(x, f, what)
-    return np.concatenate([_pack_values(raw, f.bits), _pack_f16(scale, f.scale_words(hd))], axis=-1)
+    return pack_rows(*quantise_rows(x, f, what), f)
+
+
+def pack_rows(raw: np.ndarray, scale: np.ndarray, fmt: str | RowFormat) -> np.ndarray:
+    """Stored u32 rows [..., row_words] of per-row/per-block codes `raw` [..., hd] and f16 `scale` [..., blocks]."""
+    f = FORMATS[fmt] if isinstance(fmt, str) else fmt
+    return np.concatenate([_pack_values(raw, f.bits), _pack_f16(scale, f.scale_words(raw.shape[-1]))], axis=-1)
+
+
+def unpack_rows(rows: np.ndarray, fmt: str | RowFormat) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of `pack_rows`: (codes u32 [..., hd], f16 scales [..., blocks])."""
+    f = FORMATS[fmt] if isinstance(fmt, str) else fmt
+    hd = _hd_of(rows.shape[-1], f)
+    vw = f.value_words(hd)
+    return _unpack_values(rows[..., :vw], f.bits), _unpack_f16(rows[..., vw:], hd // f.block_size(hd))
 
 
 def _encode_groups(x: np.ndarray, f: RowFormat, what: str) -> np.ndarray:

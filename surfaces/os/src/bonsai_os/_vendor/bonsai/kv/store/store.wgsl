@@ -1,5 +1,5 @@
 // Store K/V rows into the cache's row formats: f32 copy, or 8/4-bit per row / per block (spec:
-// bonsai/kv/formats.py). One invocation per row. Rows 0..n*N_KV-1 come from k_src (from position
+// bonsai/kv/format/codec.py). One invocation per row. Rows 0..n*N_KV-1 come from k_src (from position
 // p.src_pos on), the next n*N_KV from v_src; K row r is written at dst[p.dst_word + r * K_WORDS ..],
 // V row r at dst[p.dst_word + n*N_KV*K_WORDS + r * V_WORDS ..], and flags[p.flag_base + row] gets
 // 0 (ok) | 1 (non-finite value) | 2 (a scale would overflow f16).
@@ -29,6 +29,8 @@ const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 
 //#include "../format/rounding.wgsl"
 
+//#include "../format/hadamard.wgsl"
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let half_rows = p.n * N_KV;
@@ -45,18 +47,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if ((bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u) { bad = 1u; }
     }
     if (ROTATE_K && !is_v && bad == 0u) {
-        // normalised Sylvester Hadamard, same butterfly order as bonsai/kv/rotate.py
-        for (var h = 1u; h < HD; h = h * 2u) {
-            for (var i = 0u; i < HD; i = i + 1u) {
-                if ((i & h) == 0u) {
-                    let a = x[i];
-                    let b = x[i + h];
-                    x[i] = a + b;
-                    x[i + h] = a - b;
-                }
-            }
-        }
-        for (var j = 0u; j < HD; j = j + 1u) { x[j] = x[j] * {{INV_SQRT_HD}}; }
+        hadamard(&x);
     }
     var bits = K_BITS;
     var block = K_BLOCK;

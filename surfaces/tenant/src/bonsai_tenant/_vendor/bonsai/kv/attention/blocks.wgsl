@@ -26,6 +26,8 @@
 
 //#include "../format/row_format.wgsl"
 
+//#include "state.wgsl"
+
 //#include "block_state.wgsl"
 
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
@@ -53,19 +55,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var l = 0.0;
     var acc = 0.0;
     if (lo != bb * BLOCK && w.first == 0u) {  // the window starts inside this block: continue its fold
-        let pb = idx * STATE + HD + 2u;
-        m = state[pb];
-        l = state[pb + 1u];
-        acc = state[pb + 2u + j];
+        let pb = partial_fold(idx);
+        m = state[pb + M_AT];
+        l = state[pb + L_AT];
+        acc = state[pb + ACC_AT + j];
     }
     qs[j] = q[idx * HD + j];
     workgroupBarrier();
 
     fold_range(lo, hi, g, j, &m, &l, &acc);
-    let ob = (idx * window_blocks() + wid.x) * (HD + 2u);
+    let ob = (idx * window_blocks() + wid.x) * FOLD;
     if (j == 0u) {
-        part[ob] = m;
-        part[ob + 1u] = l;
+        part[ob + M_AT] = m;
+        part[ob + L_AT] = l;
     }
-    part[ob + 2u + j] = acc;
+    part[ob + ACC_AT + j] = acc;
 }

@@ -25,6 +25,8 @@
 
 //#include "../format/row_format.wgsl"
 
+//#include "state.wgsl"
+
 //#include "../format/k_elem.wgsl"
 
 //#include "../format/v_elem.wgsl"
@@ -37,7 +39,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let h = idx % p.n_heads;
     let g = kv_head(h);
     let limit = causal_end(t);  // exclusive
-    let sb = idx * (HD + 2u);
+    let sb = main_fold(idx);
 
     var m = NEG_BIG;
     var l = 0.0;
@@ -48,9 +50,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         acc[j] = 0.0;
     }
     if (w.first == 0u) {
-        m = state[sb];
-        l = state[sb + 1u];
-        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = state[sb + 2u + j]; }
+        m = state[sb + M_AT];
+        l = state[sb + L_AT];
+        for (var j = 0u; j < HD; j = j + 1u) { acc[j] = state[sb + ACC_AT + j]; }
     }
 
     let end = min(w.end, limit);
@@ -77,7 +79,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var j = 0u; j < HD; j = j + 1u) { acc[j] = acc[j] / l; }
         l = 1.0;
     }
-    state[sb] = m;
-    state[sb + 1u] = l;
-    for (var j = 0u; j < HD; j = j + 1u) { state[sb + 2u + j] = acc[j]; }
+    state[sb + M_AT] = m;
+    state[sb + L_AT] = l;
+    for (var j = 0u; j < HD; j = j + 1u) { state[sb + ACC_AT + j] = acc[j]; }
 }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...gpu.params import ParamCache
-from ...gpu.stepparams import StepParams
+from ...gpu.limits import grid, workgroups
+from ...gpu.params import ParamCache, StepParams
 
 
 class Scatter:
@@ -22,8 +22,7 @@ class Scatter:
             return
         sp = self.params.get(src_k, n_k, src_v, n_v)
         dp = self.step.get(("scatter",), dst_k, dst_v, 0, 0)
-        groups = -(-n // 64)
-        self.gpu.dispatch(self.kernel, [sp, dp, src, dst], (min(groups, 65535), -(-groups // 65535)))
+        self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n)))
 
     def dst_words(self, dst_k: int, dst_v: int) -> None:
         """Write the per-step destination now (before recording), so recording does not split the pass."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bonsai.kv.errors import NonFiniteKVError
-from bonsai.kv.format import quant4
+from bonsai.kv.format import codec
 from bonsai.kv.format.rotate import hadamard
 from bonsai.kv.store.store import Store
 
@@ -66,8 +66,8 @@ def test_store_kernel_matches_reference_bit_for_bit(gpu, hd):
             x = np.where(np.abs(x) > 1e4, np.float32(1e4), x)
         rows, flags = gpu_store(gpu, x, x[::-1].copy(), mode)
         kx = hadamard(x) if mode == "q4r" else x
-        want_k = quant4.encode(kx, "f32" if mode == "f32" else "q4")
-        want_v = quant4.encode(x[::-1].copy(), "f32" if mode == "f32" else "q4")
+        want_k = codec.encode(kx, "f32" if mode == "f32" else "q4")
+        want_v = codec.encode(x[::-1].copy(), "f32" if mode == "f32" else "q4")
         assert not flags.any()
         assert np.array_equal(rows[0], want_k), mode
         assert np.array_equal(rows[1], want_v), mode
@@ -75,15 +75,17 @@ def test_store_kernel_matches_reference_bit_for_bit(gpu, hd):
 
 def test_reference_properties_on_edges():
     x = edge_rows(64)
-    raw, scale = quant4.quantise(x)
+    raw, scale = codec.quantise_rows(x, codec.FORMATS["q4"])
+    scale = scale[..., 0]
     assert scale[0] == 0 and (raw[0] == 8).all() and (raw[1] == 8).all()
     # ties at .5 go to even: 0.5->0, 1.5->2, 2.5->2, 3.5->4, 6.5->6, -0.5->-0 ...
     assert raw[2][:12].astype(int).tolist() == [15, 8, 10, 10, 12, 8, 6, 6, 4, 14, 2, 1]
     # largest element maps to the top code, dequantisation is exact f32
     assert raw[-1][3] == 1 and scale[-1] == np.float16(5.0 / 7.0)
-    assert quant4.dequantise(raw, scale)[-1][3] == np.float32(-7.0) * np.float32(scale[-1])
-    assert np.array_equal(quant4.unpack(quant4.pack(raw, scale))[0], raw)
-    assert quant4.pack(raw, scale).shape[-1] * 4 == 64 // 2 + 4
+    rows = codec.pack_rows(raw, scale[..., None], "q4")
+    assert codec.decode(rows, "q4")[-1][3] == np.float32(-7.0) * np.float32(scale[-1])
+    assert np.array_equal(codec.unpack_rows(rows, "q4")[0], raw)
+    assert rows.shape[-1] * 4 == 64 // 2 + 4
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, 458640.0])
@@ -91,7 +93,7 @@ def test_unrepresentable_rows_are_rejected(gpu, bad):
     x = np.ones((2, 1, 64), np.float32)
     x[1, 0, 5] = bad
     with pytest.raises(NonFiniteKVError, match=r"index|row"):
-        quant4.encode(x, "q4")
+        codec.encode(x, "q4")
     _, flags = gpu_store(gpu, x, x, "q4")
     assert (flags[:, 1, 0] != 0).all() and (flags[:, 0, 0] == 0).all()
 
@@ -101,15 +103,15 @@ def test_edges_tell_rounding_rules_apart(gpu):
     # rounded half-up instead of to even, the packed rows no longer match the kernel's
     x = edge_rows(64)[:, None, :]
     rows, _ = gpu_store(gpu, x, x, "q4")
-    raw, scale = quant4.quantise(x)
-    s = scale.astype(np.float64)[..., None]
+    raw, scale = codec.quantise_rows(x, codec.FORMATS["q4"])
+    s = scale.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         away = np.where(s > 0, np.trunc(x / np.where(s > 0, s, 1) + np.copysign(0.5, x)), 0)
     raw_away = np.clip(away + 8, 0, 15).astype(np.uint8)
-    assert not np.array_equal(quant4.pack(raw_away, scale), rows[0])
+    assert not np.array_equal(codec.pack_rows(raw_away, scale, "q4"), rows[0])
     amax = np.abs(x).max(-1).astype(np.float64) / 7
     with np.errstate(over="ignore"):  # the largest-magnitude row's biased scale overflows: fine
         ulp = np.spacing(amax.astype(np.float16)).astype(np.float64)
         up = (amax + np.minimum(ulp, 8.0) / 4).astype(np.float16)
-    assert not np.array_equal(quant4.pack(raw, up), rows[0])
-    assert np.array_equal(quant4.pack(raw, scale), rows[0])
+    assert not np.array_equal(codec.pack_rows(raw, up[..., None], "q4"), rows[0])
+    assert np.array_equal(codec.pack_rows(raw, scale, "q4"), rows[0])
