@@ -21,7 +21,6 @@ def client(gpu, tmp_path_factory):
     import time
 
     import uvicorn
-
     from bonsai_tenant.server import default_backend_factory
 
     app = create_app(ServerConfig.from_keys({"acme": "sk-a"}, {"smollm2": ModelSpec("smollm2", max_positions=1024)}),
