@@ -65,7 +65,8 @@ class ScriptedModel:
         self.settings: list = []
         self.steps = 0
         self.running = threading.Event()  # set while a generation runs
-        self.stopped = threading.Event()  # set when a generation ended (finished or cancelled)
+        self.stopped = threading.Event()  # set while none runs: never started, finished or cancelled
+        self.stopped.set()
 
     def logits(self, out: bytes) -> np.ndarray:
         row = np.full(ByteTokenizer.vocab_size, -5.0, dtype=np.float32)
