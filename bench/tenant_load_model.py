@@ -23,7 +23,7 @@ REPLY = b"The quick brown fox jumps over the lazy dog. " * 40
 
 
 class ByteTokenizer:
-    """Token b < 256 is byte b; 256.. are the ChatML specials."""
+    """Token b < 256 is byte b; 256.. are the ChatML specials (the tenant tests' scripted model uses it too)."""
 
     tokens = [BYTE_TO_CHAR[b] for b in range(256)] + SPECIALS
     special_ids = frozenset(range(256, 256 + len(SPECIALS)))

@@ -16,6 +16,9 @@ if str(SRC) not in sys.path:
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+BENCH = REPO / "bench"  # tenant_load_model: the byte tokenizer the scripted model shares with the load test
+if str(BENCH) not in sys.path:
+    sys.path.append(str(BENCH))
 
 
 class LiveServer:

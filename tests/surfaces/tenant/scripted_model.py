@@ -13,46 +13,25 @@ import threading
 import time
 
 import numpy as np
-from bonsai_tenant._vendor.bonsai.tokenizer import BYTE_TO_CHAR
 from bonsai_tenant._vendor.bonsai.tokenizer.chat_template import CHATML_TEMPLATE, ChatTemplate
 from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_tenant.decode import Cancelled, logprob_of
 from bonsai_tenant.runtime_backend import ModelParts, RuntimeBackend
+from tenant_load_model import SPECIALS  # bench/: the load test's stand-in shares the byte tokenizer
+from tenant_load_model import ByteTokenizer as StandInTokenizer
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 END = 256 + SPECIALS.index("<|im_end|>")
 
 
-class ByteTokenizer:
-    """Token b < 256 is byte b (spelt as byte-level BPE spells it); 256.. are the ChatML specials."""
-
-    tokens = [BYTE_TO_CHAR[b] for b in range(256)] + SPECIALS
-    special_ids = frozenset(range(256, 256 + len(SPECIALS)))
-    vocab_size = len(tokens)
+class ByteTokenizer(StandInTokenizer):
+    """The stand-in byte tokenizer, recording every text it was asked to encode."""
 
     def __init__(self) -> None:
-        self.encoded: list[str] = []  # every text encode() was given, to check what was tokenized
+        self.encoded: list[str] = []
 
     def encode(self, text: str, allow_special: bool = True, add_bos: bool = False) -> list[int]:
         self.encoded.append(text)
-        ids: list[int] = []
-        while text:
-            hit = [(text.find(s), s) for s in SPECIALS if allow_special and s in text]
-            at, special = min(hit) if hit else (len(text), "")
-            ids.extend(text[:at].encode("utf-8"))
-            if special:
-                ids.append(256 + SPECIALS.index(special))
-            text = text[at + len(special):]
-        return ids
-
-    def token_bytes(self, token_id: int) -> bytes:
-        return SPECIALS[token_id - 256].encode() if token_id >= 256 else bytes([token_id])
-
-    def token_id(self, text: str) -> int | None:
-        return self.tokens.index(text) if text in self.tokens else None
-
-    def is_special(self, token_id: int) -> bool:
-        return token_id >= 256
+        return super().encode(text, allow_special, add_bos)
 
 
 class ScriptedModel:
