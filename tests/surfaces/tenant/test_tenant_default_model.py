@@ -6,7 +6,7 @@ import json
 
 import pytest
 from bonsai_tenant.server import create_app
-from bonsai_tenant.tenants import ModelSpec, ServerConfig
+from bonsai_tenant.tenants import Limits, ModelSpec, ServerConfig
 
 openai = pytest.importorskip("openai")
 CALCULATOR = {"type": "function", "function": {"name": "calculator", "description": "Evaluate arithmetic",
@@ -23,8 +23,9 @@ def client(gpu, tmp_path_factory):
     import uvicorn
     from bonsai_tenant.server import default_backend_factory
 
-    app = create_app(ServerConfig.from_keys({"acme": "sk-a"}, {"smollm2": ModelSpec("smollm2", max_positions=1024)}),
-                     default_backend_factory)
+    config = ServerConfig.from_keys({"acme": "sk-a"}, {"smollm2": ModelSpec("smollm2", max_positions=1024)},
+                                    Limits(request_timeout=3600))  # lavapipe on a busy machine: minutes per prefill
+    app = create_app(config, default_backend_factory)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     threading.Thread(target=server.run, daemon=True).start()
     while not server.started:
