@@ -9,9 +9,10 @@ from bonsai_tenant.server import create_app
 from bonsai_tenant.tenants import Limits, ModelSpec, ServerConfig
 
 openai = pytest.importorskip("openai")
+# the runtime's own calculator spec: the pattern keeps a small model from writing prose in the string
+EXPRESSION = {"type": "string", "pattern": r"^[0-9+\-*/%(). eE]+$"}
 CALCULATOR = {"type": "function", "function": {"name": "calculator", "description": "Evaluate arithmetic",
-                                               "parameters": {"type": "object",
-                                                              "properties": {"expression": {"type": "string"}},
+                                               "parameters": {"type": "object", "properties": {"expression": EXPRESSION},
                                                               "required": ["expression"]}}}
 
 
@@ -36,10 +37,12 @@ def client(gpu, tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # two prefills of ~330 tokens: minutes each on a busy lavapipe
 def test_required_gets_a_valid_call_and_a_tool_result_gets_an_answer(client):
     ask = [{"role": "user", "content": "What is 17 * 23?"}]
     reply = client.chat.completions.create(model="smollm2", messages=ask, tools=[CALCULATOR], tool_choice="required",
-                                           max_tokens=40)
+                                           max_tokens=64)
+    assert reply.choices[0].message.tool_calls, (reply.choices[0].finish_reason, reply.choices[0].message.content)
     call = reply.choices[0].message.tool_calls[0]
     assert call.function.name == "calculator" and isinstance(json.loads(call.function.arguments)["expression"], str)
     messages = [*ask, {"role": "assistant", "content": None, "tool_calls": [
