@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.gpu.device import Gpu
 from bonsai.kv.attention import driver as attention
 from bonsai.kv.format.modes import MODES
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
 PLACEMENTS = ("resident", "streamed")
 

@@ -65,7 +65,7 @@ def matmul_run(gpu: Any, m: QMatrix, x: Any, *, accum_into: Any = None) -> Any:
     xb = gpu.upload(x)
     y0 = np.zeros((t, m.rows), np.float32) if accum_into is None else accum_into.astype(np.float32)
     yb = gpu.upload(y0)
-    prm = gpu.upload(matmul.params(m.rows, m.cols, t, m.row_bytes, m.cols, m.rows))
+    prm = gpu.upload(m.params(t, m.cols, m.rows))
     matmul.dispatch(gpu, m, xb, yb, prm, t, accum=accum_into is not None)
     return np.frombuffer(gpu.read(yb, y0.nbytes), np.float32).reshape(t, m.rows)
 
@@ -75,7 +75,7 @@ def embed_run(gpu: Any, m: QMatrix, ids: Any) -> Any:
     ids = np.asarray(ids, np.uint32)
     t = len(ids)
     yb = gpu.buffer(t * m.cols * 4)
-    prm = gpu.upload(matmul.params(m.rows, m.cols, t, m.row_bytes, 0, m.cols))
+    prm = gpu.upload(m.params(t, 0, m.cols))
     matmul.dispatch_embed(gpu, m, gpu.upload(ids), yb, prm, t)
     return np.frombuffer(gpu.read(yb, t * m.cols * 4), np.float32).reshape(t, m.cols)
 

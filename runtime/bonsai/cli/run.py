@@ -14,7 +14,7 @@ def _stop_ids(engine: Any) -> set[int]:
     tok = engine.tokenizer
     ids = {engine.cfg.eos_id} if engine.cfg.eos_id is not None else set()
     for special in ("<|im_end|>", "<|endoftext|>"):
-        tid = tok.token_id(special) if hasattr(tok, "token_id") else None
+        tid = tok.token_id(special)
         if tid is not None:
             ids.add(tid)
     return ids

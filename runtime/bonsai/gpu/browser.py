@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
-from .backend import GpuValidationError, round_up
+from .backend import (
+    TEXTURE_ROW_BYTES,
+    TEXTURE_ROW_WORDS,
+    GpuValidationError,
+    WordTexture,
+    round_up,
+    texture_rows,
+)
 from .limits import browser_limits
 from .recorder import Recorder
 
@@ -29,6 +36,7 @@ _WANTED_LIMITS = (
     "maxComputeInvocationsPerWorkgroup",
     "maxComputeWorkgroupSizeX",
     "maxComputeWorkgroupsPerDimension",
+    "maxTextureDimension2D",
 )
 
 
@@ -94,13 +102,19 @@ class BrowserGpu(Recorder):
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
+        whole 16-byte texels so any prefix of it can be copied into a word texture."""
         U = self._js.GPUBufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
         self.limits.check_buffer(nbytes)
-        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 4)), "usage": usage}))
+        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 16)), "usage": usage}))
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview, array.array)."""
@@ -124,6 +138,22 @@ class BrowserGpu(Recorder):
         finally:
             js_view.release()
             proxy.destroy()
+
+    def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """`write` (the page's queue takes large blocks as they are)."""
+        self.write(buf, data, offset)
+
+    # ---- host pages: none in the browser (WebGPU buffers cannot be mapped and copied from at once)
+    has_host_pages = False
+
+    def host_page(self, nbytes: int) -> Any:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def fill_page(self, page: Any, data: Any, offset: int = 0) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def stream(self, page: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
@@ -170,7 +200,8 @@ class BrowserGpu(Recorder):
         return pipeline
 
     def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
-        entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)]
+        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
+                   for i, b in enumerate(buffers)]
         return self.device.createBindGroup(self._obj({"label": name, "layout": pipeline.getBindGroupLayout(0),
                                                       "entries": entries}))
 
@@ -186,6 +217,35 @@ class BrowserGpu(Recorder):
 
     def _submit(self, encoder: Any) -> None:
         self.queue.submit(self._to_js([encoder.finish()]))
+
+    def _create_texture(self, rows: int) -> WordTexture:
+        T = self._js.GPUTextureUsage
+        tex = self.device.createTexture(self._obj({"size": [TEXTURE_ROW_WORDS // 4, rows, 1], "format": "rgba32uint",
+                                                   "usage": T.TEXTURE_BINDING | T.COPY_DST}))
+        return WordTexture(tex, tex.createView(), rows)
+
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        encoder.copyBufferToTexture(
+            self._obj({"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytesPerRow": TEXTURE_ROW_BYTES,
+                       "rowsPerImage": rows}),
+            self._obj({"texture": tex.texture, "origin": [0, first_row, 0]}),
+            self._to_js([width, rows, 1]))
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None:
+        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
+        view = memoryview(data).cast("B")
+        rows = texture_rows(-(-view.nbytes // 4))
+        padded = memoryview(bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes))
+        proxy = self._create_proxy(padded)
+        js_view = proxy.getBuffer("u8")
+        try:
+            self.queue.writeTexture(self._obj({"texture": tex.texture}), js_view.data,
+                                    self._obj({"bytesPerRow": TEXTURE_ROW_BYTES, "rowsPerImage": rows}),
+                                    self._to_js([TEXTURE_ROW_WORDS // 4, rows, 1]))
+        finally:
+            js_view.release()
+            proxy.destroy()
 
     def _pipeline(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
         """(pipeline or None, compiler errors as `name:line:col: message`)."""

@@ -31,7 +31,7 @@ def engine_generate(engine: Any, max_tokens: int = 128, sampling: Any = None) ->
     def generate(prompt_ids: list[int], processor: Any, on_token: Callable[[int], None]) -> list[int]:
         rng = s.rng()
         todo = engine.continue_with(list(prompt_ids))  # reuses the KV of the longest common prefix
-        logits = last_row(engine.prefill(todo, want="logits"))
+        logits = last_row(engine.prefill(todo))
         out: list[int] = []
         for _ in range(max_tokens):
             row = processor.apply(logits) if processor is not None else logits
@@ -44,7 +44,7 @@ def engine_generate(engine: Any, max_tokens: int = 128, sampling: Any = None) ->
             on_token(tok)
             if engine.pos >= engine.max_positions:
                 break
-            logits = last_row(engine.prefill([tok], want="logits"))
+            logits = last_row(engine.prefill([tok]))
         return out
 
     return generate

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.kv.errors import KVError, NonFiniteKVError
 from bonsai.kv.format import codec
 from bonsai.kv.format.rotate import hadamard
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 from bonsai.reference.attention import reference
 
 N_KV, HD, N_HEADS, LAYERS = 2, 64, 6, 2

@@ -81,9 +81,9 @@ def test_measure_kv4_rejects_unknown_modes_and_lengths():
 
 
 def test_quality_table_bytes_are_the_cache_buffers_bytes(gpu):
+    from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
     from bonsai.diagnostics.quality import bytes_per_position
     from bonsai.kv.format.modes import MODES
-    from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
     for name, mode in MODES.items():
         cache = KVCache(gpu, 1, 3, 64, 128, mode=name, window=64)

@@ -26,3 +26,15 @@ def quantized(name: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:
 @pytest.fixture
 def make_quantized():
     return quantized
+
+
+@pytest.fixture(params=["buffer", "texture"])
+def both_layouts(request, monkeypatch):
+    """Run a test with each matmul kernel: the GPU one (raw blocks in a storage buffer) and the CPU one
+    (planar blocks in a word texture), whatever the adapter would pick."""
+    from functools import partial
+
+    from bonsai.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "upload_matrix", partial(mm.upload_matrix, texture=request.param == "texture"))
+    return request.param

@@ -32,10 +32,14 @@ class FakeEngine:
         self.pos = 0
         return list(ids)
 
-    def prefill(self, ids, want="logits"):
+    def prefill(self, ids):
         self.prefills.append(list(ids))
         self.pos += len(ids)
         return [self.row]
+
+    def prefill_argmax(self, ids):
+        self.prefill(ids)
+        return max(range(VOCAB), key=self.row.__getitem__)
 
 
 def run(settings, cancelled=lambda: False, engine=None):

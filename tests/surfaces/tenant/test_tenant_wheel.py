@@ -15,6 +15,7 @@ import pytest
 from http_client import request, sse_events
 from surface_repo import config
 
+from bonsai.models import cache_dir
 from bonsai_sync.bundle import build_surface
 
 KEY = "sk-acme-test"
@@ -39,8 +40,9 @@ class Served:
         plugins.mkdir(exist_ok=True)
         shutil.copyfile(Path(__file__).with_name("fake_backend.py"), plugins / "fake_backend.py")
         self.port = free_port()
+        # HOME is the workdir, so the model cache is named: the one `bonsai models pull` filled here
         env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "ACME_KEY": KEY, "PYTHONPATH": str(plugins),
-               "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+               "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "BONSAI_MODELS_DIR": str(cache_dir())}
         self.log = (workdir / "server.log").open("w")
         self.process = subprocess.Popen(
             [str(venv / "bin" / "bonsai-tenant"), "serve", "--config", "tenants.toml", "--port", str(self.port),

@@ -1,6 +1,6 @@
 """The KV row formats as data (bits, block, per-channel group, asymmetry) and their word counts.
 
-What the bits mean, and the numpy encoder/decoder that is the kernels' oracle: `formats`.
+What the bits mean, and the numpy encoder/decoder that is the kernels' oracle: `codec`.
 """
 
 from __future__ import annotations
@@ -63,3 +63,17 @@ FORMATS = {f.name: f for f in (
     RowFormat("f32", 32), RowFormat("q8", 8), RowFormat("q4", 4), RowFormat("q4b", 4, 32),
     RowFormat("q4a", 4, 0, 0, True), RowFormat("c4", 4, 0, GROUP), RowFormat("c4a", 4, 0, 2 * GROUP, True),
 )}
+
+
+def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]:
+    """The WGSL template constants {{K_BITS}}, {{K_BLOCK}}, {{K_WORDS}}, {{K_ASYM}} (or V_...) of a row format."""
+    return {f"{prefix}_BITS": f.bits, f"{prefix}_BLOCK": f.block_size(head_dim),
+            f"{prefix}_WORDS": f.row_words(head_dim), f"{prefix}_ASYM": f.asym}
+
+
+def decode_constants(kf: RowFormat, vf: RowFormat, head_dim: int) -> dict[str, object]:
+    """Every constant row_format.wgsl needs to decode K rows of `kf` and V rows of `vf`."""
+    consts: dict[str, object] = {**format_constants("K", kf, head_dim), **format_constants("V", vf, head_dim)}
+    if kf.per_channel:
+        consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
+    return {**consts, "HEAD_DIM": head_dim, "K_C4": kf.per_channel, "GROUP": kf.group or GROUP}

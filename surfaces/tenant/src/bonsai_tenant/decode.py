@@ -71,8 +71,11 @@ def engine_generate(engine: Any) -> GenerateFn:
         for start in range(0, len(todo), engine.batch):
             if cancelled():
                 raise Cancelled
-            last = start + engine.batch >= len(todo)
-            logits = engine.prefill(todo[start:start + engine.batch], want="logits" if last else "token")
+            batch = todo[start:start + engine.batch]
+            if start + engine.batch >= len(todo):
+                logits = engine.prefill(batch)
+            else:
+                engine.prefill_argmax(batch)  # an earlier batch: only its KV rows matter (4 bytes read)
         return last_row(logits)
 
     def generate(prompt_ids: list[int], settings: DecodeSettings, processor: Any, on_token: OnToken,
@@ -94,7 +97,7 @@ def engine_generate(engine: Any) -> GenerateFn:
             on_token(token, logprob_of(row, token, settings.logprobs) if settings.logprobs is not None else None)
             if len(out) == settings.max_tokens or engine.pos >= engine.max_positions:
                 break
-            row = last_row(engine.prefill([token], want="logits"))
+            row = last_row(engine.prefill([token]))
         return out
 
     return generate

@@ -2,7 +2,7 @@
 
 A tenant may hold at most its share of the waiting places (the queue size over the number of
 tenants, at least one), so one tenant's burst is refused (429) before it can fill the line, and
-whenever the model frees up the tenant served longest ago goes next: a burst cannot starve anyone.
+whenever the model frees up the tenant served longest ago (or never) goes next: a burst cannot starve anyone.
 Runs on the server's event loop (asyncio); a waiter that is cancelled (client gone, time limit)
 leaves the line, or hands the model on if it had just been given it.
 """
@@ -64,7 +64,7 @@ class Lane:
         self.admit(tenant)
         if self.busy or self.queued():
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self.waiting.setdefault(tenant, deque()).append(waiter)
+            self._enqueue(tenant, waiter)
             try:
                 await waiter
             except BaseException:
@@ -82,6 +82,13 @@ class Lane:
         finally:
             self.mean_seconds = 0.8 * self.mean_seconds + 0.2 * (time.monotonic() - started)
             self._hand_on()
+
+    def _enqueue(self, tenant: str, waiter: asyncio.Future[None]) -> None:
+        """`waiter` joins its tenant's line; a tenant never served yet goes before every tenant that was."""
+        if tenant not in self.waiting:
+            self.waiting[tenant] = deque()
+            self.waiting.move_to_end(tenant, last=False)
+        self.waiting[tenant].append(waiter)
 
     def _served(self, tenant: str) -> None:
         """`tenant` just got the model: it goes to the back of the round."""

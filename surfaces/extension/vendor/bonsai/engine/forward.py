@@ -8,7 +8,9 @@ from typing import Any
 
 from ..config import ModelConfig
 from ..errors import GpuLimitError
+from ..gpu.backend import GpuBackend
 from ..gpu.params import ParamCache
+from ..kv.api import KVCacheAPI
 from ..ops import argmax, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
@@ -44,7 +46,7 @@ def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
 class GpuModel:
     """Weights + activations + the kernels' params; `record(...)` lays down one forward pass."""
 
-    def __init__(self, gpu: Any, cfg: ModelConfig, weights: Weights, cache: Any, batch: int = 32) -> None:
+    def __init__(self, gpu: GpuBackend, cfg: ModelConfig, weights: Weights, cache: KVCacheAPI, batch: int = 32) -> None:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
@@ -59,8 +61,8 @@ class GpuModel:
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
-        prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, x_stride, y_stride, y_off, x_off))
-        mm.dispatch(self.gpu, m, x, y, prm, t, accum=accum)
+        prm = self.params.block(m.params(t, x_stride, y_stride, y_off, x_off))
+        mm.dispatch(self.gpu, m, x, y, prm, t, accum=accum, x_words=x_off + t * x_stride)
 
     def record(self, ids: list[int], pos: int, *, all_logits: bool) -> None:
         """Record the forward of `ids` at positions pos.. ; logits land in act.logits (rows: all or the last).
@@ -75,9 +77,7 @@ class GpuModel:
         g.write(a.ids, array("I", ids))
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
                                        c.n_heads, c.rms_eps))
-        prepare = getattr(self.cache, "prepare", None)
-        if prepare is not None:  # the step's position-dependent KV parameters, written before recording
-            prepare(pos, t, c.n_heads)
+        self.cache.prepare(pos, t, c.n_heads)  # the step's position-dependent KV parameters, before recording
         if key is not None and key == self._tape_key:
             self.cache.replay_appends(pos, t)
             g.replay(self._tape)
@@ -92,7 +92,7 @@ class GpuModel:
 
     def _step_key(self, pos: int, t: int, all_logits: bool) -> tuple | None:
         """Equal keys: equal dispatch lists (None: do not tape or replay this step)."""
-        if not self.replay or t != 1 or not hasattr(self.gpu, "start_tape") or not hasattr(self.cache, "step_key"):
+        if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
         return None if kv is None else (all_logits, self.submit_every, kv)
@@ -100,7 +100,7 @@ class GpuModel:
     def _record_dispatches(self, pos: int, t: int, all_logits: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
         e = self.w.embed
-        mm.dispatch_embed(g, e, a.ids, a.x, self.params.block(mm.params(e.rows, e.cols, t, e.row_bytes, 0, c.dim)), t)
+        mm.dispatch_embed(g, e, a.ids, a.x, self.params.block(e.params(t, 0, c.dim)), t)
         norm_prm = self.params.block(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
         for layer, lw in enumerate(self.w.layers):
             if self.submit_every and layer and layer % self.submit_every == 0:
@@ -108,8 +108,8 @@ class GpuModel:
             rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch
                 m = lw.qkv[0]
-                prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
-                mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v)
+                prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
+                mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v, x_words=t * c.dim)
             else:
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
@@ -120,8 +120,8 @@ class GpuModel:
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
             m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul
-            prm = self.params.block(mm.params(m.rows, m.cols, t, m.row_bytes, c.dim, c.ffn_dim))
-            mm.dispatch(g, m, a.xn, a.act, prm, t, out=mm.OUT_SWIGLU)
+            prm = self.params.block(m.params(t, c.dim, c.ffn_dim))
+            mm.dispatch(g, m, a.xn, a.act, prm, t, out=mm.OUT_SWIGLU, x_words=t * c.dim)
             self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
         out = self.w.output
         if all_logits:

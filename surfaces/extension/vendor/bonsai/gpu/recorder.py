@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import GpuLimitError
 from . import shaders
-from .backend import Kernel, KernelCache
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, KernelCache, WordTexture, texture_rows
 from .limits import Limits
+
+_COPY_TO_TEXTURE = object()  # marks a tape entry that copies a buffer into a texture
 
 
 class Recorder:
@@ -51,6 +54,38 @@ class Recorder:
 
     def _submit(self, encoder: Any) -> None:
         raise NotImplementedError
+
+    def _create_texture(self, rows: int) -> WordTexture:
+        raise NotImplementedError
+
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        """Texels [0, width) of rows [first_row, first_row + rows) <- the same bytes of `buf`."""
+        raise NotImplementedError
+
+    # ---- word textures ---------------------------------------------------------------------
+    def word_texture(self, words: int) -> WordTexture:
+        """A zero-filled word texture holding at least `words` u32 words (whole rows of TEXTURE_ROW_WORDS)."""
+        rows = texture_rows(words)
+        if rows > self.limits.max_texture_rows:
+            raise GpuLimitError(f"a texture of {words} words needs {rows} rows, above this adapter's "
+                                f"maxTextureDimension2D ({self.limits.max_texture_rows})")
+        return self._create_texture(rows)
+
+    def copy_to_texture(self, buf: Any, tex: WordTexture, nbytes: int, offset: int = 0) -> None:
+        """Record: bytes [offset, offset + nbytes) of `buf` -> the same words of `tex` (offset a multiple of
+        TEXTURE_ROW_BYTES, nbytes of 16). Part of a tape: replaying it copies again, as a dispatch reads again."""
+        first = offset // TEXTURE_ROW_BYTES
+        full, rest = divmod(nbytes, TEXTURE_ROW_BYTES)
+        self._end_pass()
+        encoder = self._open_encoder()
+        pieces = [(first, full, TEXTURE_ROW_WORDS // 4)] if full else []
+        if rest:
+            pieces.append((first + full, 1, -(-rest // 16)))
+        for first_row, rows, width in pieces:
+            self._encode_copy_to_texture(encoder, buf, tex, first_row, rows, width)
+            if self._tape is not None:
+                self._tape.append((_COPY_TO_TEXTURE, buf, tex, first_row, rows, width))
 
     # ---- kernels and dispatches ----------------------------------------------------------
     def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
@@ -127,6 +162,9 @@ class Recorder:
         for entry in tape:
             if entry is None:
                 self.flush()
+            elif entry[0] is _COPY_TO_TEXTURE:
+                self._end_pass()
+                self._encode_copy_to_texture(self._open_encoder(), *entry[1:])
             else:
                 self._record(*entry)
 

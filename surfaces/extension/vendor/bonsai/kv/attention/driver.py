@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ...gpu.backend import WordTexture
 from ...gpu.limits import MAX_GROUPS, grid, workgroups
 from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
 from ..errors import KVError
 from ..format.modes import Mode, get_mode
-from ..format.rows import FORMATS, GROUP
-from ..store.store import format_constants
+from ..format.rows import FORMATS, decode_constants
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,7 @@ def default_variant(gpu: Any, head_dim: int = 64) -> str:
     on the H200 it decoded ~2x faster than the earlier one-workgroup-per-(token, head) kernel with the
     same window at 1K context, and attended ~17x faster at 32K). "serial" too where a workgroup of
     head_dim invocations (the blocks kernels') is above the adapter's limit."""
-    info = getattr(getattr(gpu, "adapter", None), "info", None) or {}
-    if "cpu" in str(info.get("adapter_type", "")).lower() or head_dim > gpu.limits.max_invocations:
+    if gpu.is_cpu or head_dim > gpu.limits.max_invocations:
         return "serial"
     return "blocks"
 
@@ -125,17 +124,15 @@ class Attention:
             self.rotate = gpu.kernel(__package__, "rotate_query.wgsl", HEAD_DIM=head_dim,
                                      INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
         self._qr: Any = None
+        self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
-        mu, hd = self.mutations, self.head_dim
-        consts = {**format_constants("K", kf, hd), **format_constants("V", vf, hd)}
-        if kf.per_channel:
-            consts["K_BLOCK"] = 1  # unused: c4 scales are per channel
+        mu = self.mutations
+        consts = decode_constants(kf, vf, self.head_dim)
         if self.variant == "blocks":
             consts["BLOCK"] = self.block
         return self.gpu.kernel(
-            __package__, filename or VARIANTS[self.variant], HEAD_DIM=hd, K_C4=kf.per_channel,
-            GROUP=self.mode.kf.group or GROUP, FOLDS=self.folds, **consts,
+            __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
@@ -149,13 +146,13 @@ class Attention:
     def max_span(self, n_q: int) -> int:
         """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
 
-        serial: an invocation loops 2 * head_dim + 2 times per position (the dot product with K, the
-        update of acc), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
+        serial: an invocation loops head_dim / 2 + 2 times per position (the dot product with K, the
+        update of acc, four dimensions each), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
         the merge loops once per block of the dispatch, the blocks of a dispatch are one workgroup
         dimension (<= MAX_GROUPS), and the block folds (`_part`) must fit one storage binding.
         """
-        if self.variant == "serial":
-            per_position, fixed = 2 * self.head_dim + 4, 4 * self.head_dim + 64
+        if self.variant == "serial":  # two loops of head_dim / 4 per position (four dimensions at a time)
+            per_position, fixed = self.head_dim // 2 + 4, self.head_dim + 64
             return max(1, (LOOP_BUDGET - fixed) // per_position)
         part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
         blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
@@ -224,8 +221,9 @@ class Attention:
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
         n = n_q * self.n_heads
         fold = self.fold_residual if win.residual else self.fold
-        if self.variant == "serial":  # one invocation per (token, head)
-            self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state], (workgroups(n),))
+        if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
+            kt, vt = self._texture(win.k), self._texture(win.v)
+            self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
             return
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
@@ -236,6 +234,17 @@ class Attention:
             self._part = self.gpu.buffer(need)
         self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
         self.gpu.dispatch(self.merge, [params, wp, state, self._part], grid(n))
+
+    def _texture(self, rows: Any) -> WordTexture:
+        """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per
+        slot, refreshed where rows changed), or a buffer's whole content copied into one (recorded)."""
+        if isinstance(rows, WordTexture):
+            return rows
+        entry = self._textures.get(id(rows))
+        if entry is None:
+            entry = self._textures[id(rows)] = (rows, self.gpu.word_texture(int(rows.size) // 4))
+        self.gpu.copy_to_texture(rows, entry[1], int(rows.size))
+        return entry[1]
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""

@@ -1,5 +1,5 @@
 // Used by blocks.wgsl (//#include): scores and the one-position-at-a-
-// time fold. Expects `p`, `w`, `kc`, `vc`, workgroup arrays `qs` (the query), `sc` (HD scores) and `vs`
+// time fold. Expects `p`, `w`, `kword`/`vword` (../format/words_buffer.wgsl), workgroup arrays `qs` (the query), `sc` (HD scores) and `vs`
 // (their V rows' scales), format/row_format.wgsl, format/k_elem.wgsl and format/v_elem.wgsl; one workgroup of HD
 // invocations.
 
@@ -15,9 +15,9 @@ fn score(r: u32, pos: u32) -> f32 {
     // row- and block-scaled codes: the values and the order of k_elem's loop above, but each word and
     // its block's scale are loaded once (k_elem loads both for every value)
     for (var wd = 0u; wd < K_VW; wd = wd + 1u) {
-        let word = kc[kb + wd];
+        let word = kword(kb + wd);
         let b = wd * K_PER / K_BLOCK;
-        let s = h2f((kc[kb + K_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
+        let s = h2f((kword(kb + K_VW + b / 2u) >> (16u * (b & 1u))) & 0xffffu);
         for (var e = 0u; e < K_PER; e = e + 1u) {
             let code = (word >> (K_BITS * e)) & K_MASK;
             dot = dot + qs[wd * K_PER + e] * (f32(i32(code) - K_OFF) * s);

@@ -35,6 +35,7 @@ class Limits:
     max_buffer_bytes: int  # maxBufferSize
     max_groups: int = MAX_GROUPS  # maxComputeWorkgroupsPerDimension
     max_invocations: int = 256  # maxComputeInvocationsPerWorkgroup
+    max_texture_rows: int = 8192  # maxTextureDimension2D: rows of a word texture
 
     def check_buffer(self, nbytes: int) -> None:
         if nbytes > self.max_buffer_bytes:
@@ -57,7 +58,8 @@ def native_limits(device_limits: dict) -> Limits:
     """From wgpu-py's `device.limits` (hyphenated keys)."""
     return Limits(int(device_limits["max-storage-buffer-binding-size"]), int(device_limits["max-buffer-size"]),
                   int(device_limits.get("max-compute-workgroups-per-dimension", MAX_GROUPS)),
-                  int(device_limits.get("max-compute-invocations-per-workgroup", 256)))
+                  int(device_limits.get("max-compute-invocations-per-workgroup", 256)),
+                  int(device_limits.get("max-texture-dimension-2d", 8192)))
 
 
 def browser_limits(js_limits: object) -> Limits:
@@ -66,4 +68,5 @@ def browser_limits(js_limits: object) -> Limits:
         return int(getattr(js_limits, name, default) or default)
 
     return Limits(get("maxStorageBufferBindingSize", 1 << 27), get("maxBufferSize", 1 << 28),
-                  get("maxComputeWorkgroupsPerDimension", MAX_GROUPS), get("maxComputeInvocationsPerWorkgroup", 256))
+                  get("maxComputeWorkgroupsPerDimension", MAX_GROUPS), get("maxComputeInvocationsPerWorkgroup", 256),
+                  get("maxTextureDimension2D", 8192))

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
-from .backend import Kernel, round_up
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up, texture_rows
 from .limits import native_limits
 from .recorder import Recorder
 from .transfer import HostPage, StagingRing
@@ -79,7 +79,7 @@ class Gpu(Recorder):
         limits = adapter.limits
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
                   "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
-                  "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
+                  "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension", "max-texture-dimension-2d")
         # host pages (`host_page`) are MAP_READ buffers the GPU copies from: a native wgpu feature
         features = [HOST_PAGE_FEATURE] if HOST_PAGE_FEATURE in adapter.features else []
         logging.getLogger("wgpu").addFilter(_quiet_host_page_feature)
@@ -96,13 +96,19 @@ class Gpu(Recorder):
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
+        whole 16-byte texels so any prefix of it can be copied into a word texture."""
         U = self._wgpu.BufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
         self.limits.check_buffer(nbytes)
-        return self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=usage)
+        return self.device.create_buffer(size=max(16, round_up(nbytes, 16)), usage=usage)
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview or a numpy array).
@@ -188,7 +194,7 @@ class Gpu(Recorder):
         """A page of host RAM (see `has_host_pages`) that `stream` copies from on the GPU, at PCIe speed
         and with no host-side copy."""
         U = self._wgpu.BufferUsage
-        return HostPage(self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=U.MAP_READ | U.COPY_SRC))
+        return HostPage(self.device.create_buffer(size=max(16, round_up(nbytes, 16)), usage=U.MAP_READ | U.COPY_SRC))
 
     def fill_page(self, page: HostPage, data: Any, offset: int = 0) -> None:
         """Copy host bytes (a multiple of 4) into `page` at `offset` (4-aligned), after every GPU copy
@@ -274,10 +280,9 @@ class Gpu(Recorder):
             raise ShaderError(f"{name}: {exc}") from exc
 
     def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
-        return self.device.create_bind_group(
-            layout=pipeline.get_bind_group_layout(0),
-            entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)],
-        )
+        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
+                   for i, b in enumerate(buffers)]
+        return self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
 
     def _create_encoder(self) -> Any:
         return self.device.create_command_encoder()
@@ -290,6 +295,28 @@ class Gpu(Recorder):
 
     def _submit(self, encoder: Any) -> None:
         self.queue.submit([encoder.finish()])
+
+    def _create_texture(self, rows: int) -> WordTexture:
+        T = self._wgpu.TextureUsage
+        tex = self.device.create_texture(size=(TEXTURE_ROW_WORDS // 4, rows, 1), format="rgba32uint",
+                                         usage=T.TEXTURE_BINDING | T.COPY_DST)
+        return WordTexture(tex, tex.create_view(), rows)
+
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        encoder.copy_buffer_to_texture(
+            {"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytes_per_row": TEXTURE_ROW_BYTES,
+             "rows_per_image": rows},
+            {"texture": tex.texture, "origin": (0, first_row, 0)}, (width, rows, 1))
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None:
+        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
+        view = memoryview(data).cast("B")
+        rows = texture_rows(-(-view.nbytes // 4))
+        padded = bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes)
+        self.queue.write_texture({"texture": tex.texture}, padded,
+                                 {"bytes_per_row": TEXTURE_ROW_BYTES, "rows_per_image": rows},
+                                 (TEXTURE_ROW_WORDS // 4, rows, 1))
 
     def is_lost(self) -> bool:
         """True when the device is unusable: wgpu-py 0.32 has no `device.lost`, so probe it (creating a

@@ -34,6 +34,8 @@ var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
 
+//#include "../format/words_buffer.wgsl"
+
 //#include "../format/k_elem.wgsl"
 
 //#include "../format/v_elem.wgsl"

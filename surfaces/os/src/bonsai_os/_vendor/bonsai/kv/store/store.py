@@ -8,13 +8,7 @@ from typing import Any
 from ...gpu.limits import workgroups
 from ...gpu.params import ParamCache, f32_literal
 from ..format.modes import MODES, Mode, get_mode
-from ..format.rows import FORMATS, RowFormat
-
-
-def format_constants(prefix: str, f: RowFormat, head_dim: int) -> dict[str, int]:
-    """{{K_BITS}}, {{K_BLOCK}}, {{K_WORDS}} (or V_...) of a row format."""
-    return {f"{prefix}_BITS": f.bits, f"{prefix}_BLOCK": f.block_size(head_dim),
-            f"{prefix}_WORDS": f.row_words(head_dim), f"{prefix}_ASYM": f.asym}
+from ..format.rows import FORMATS, RowFormat, format_constants
 
 
 def k_limit(f: RowFormat) -> float:

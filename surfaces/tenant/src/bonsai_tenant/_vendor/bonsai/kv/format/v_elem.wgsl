@@ -1,13 +1,13 @@
-// Shared by the attention kernels (//#include): decode one V value; expects `vc` and format/row_format.wgsl.
+// Shared by the attention kernels (//#include): decode one V value; expects `vword` (words_buffer.wgsl or words_texture.wgsl) and row_format.wgsl.
 fn v_elem(vb: u32, j: u32) -> f32 {
-    if (V_BITS == 32u) { return bitcast<f32>(vc[vb + j]); }
-    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
+    if (V_BITS == 32u) { return bitcast<f32>(vword(vb + j)); }
+    let code = (vword(vb + j / V_PER) >> (V_BITS * (j % V_PER))) & V_MASK;
     if (V_ASYM) {
-        let sm = vc[vb + V_VW];
+        let sm = vword(vb + V_VW);
         return f32(code) * h2f(sm & 0xffffu) + h2f_signed(sm >> 16u);
     }
     let b = j / V_BLOCK;
-    let s = h2f((vc[vb + V_VW + b / 2u] >> (16u * (b & 1u))) & 0xffffu);
+    let s = h2f((vword(vb + V_VW + b / 2u) >> (16u * (b & 1u))) & 0xffffu);
     return f32(i32(code) - V_OFF) * s;
 }
 
@@ -16,10 +16,10 @@ fn v_elem(vb: u32, j: u32) -> f32 {
 const V_ROW_SCALE: bool = V_BITS < 32u && !V_ASYM && V_BLOCK == HD;
 
 fn v_row_scale(vb: u32) -> f32 {
-    return h2f(vc[vb + V_VW] & 0xffffu);
+    return h2f(vword(vb + V_VW) & 0xffffu);
 }
 
 fn v_scaled(vb: u32, j: u32, s: f32) -> f32 {
-    let code = (vc[vb + j / V_PER] >> (V_BITS * (j % V_PER))) & V_MASK;
+    let code = (vword(vb + j / V_PER) >> (V_BITS * (j % V_PER))) & V_MASK;
     return f32(i32(code) - V_OFF) * s;
 }
