@@ -2,7 +2,8 @@
 
 Nothing a client sends is silently ignored: a parameter this server does not implement is refused
 unless it is at its neutral value (`n: 1`, `frequency_penalty: 0`, ...) or changes nothing in the
-reply (`user`, `metadata`, `service_tier`); an unknown one is refused like OpenAI does.
+reply (`user`, `service_tier`); an unknown one is refused like OpenAI does. `metadata` is checked
+against OpenAI's limits and kept with a stored completion.
 """
 
 from __future__ import annotations
