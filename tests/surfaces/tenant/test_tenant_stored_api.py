@@ -8,8 +8,8 @@ import json
 
 import pytest
 from bonsai_tenant.server import create_app
-from bonsai_tenant.store import open_store
 from bonsai_tenant.store import completions as completions_module
+from bonsai_tenant.store import open_store
 from bonsai_tenant.tenants import ModelSpec, ServerConfig
 from fake_backend import make_backend
 from http_client import request, sse_events

@@ -89,7 +89,7 @@ def routes(config: ServerConfig, store: Store) -> list[Route]:
     async def list_completions(request: Request) -> Response:
         tenant = config.authenticate(request.headers.get("authorization"))
         query = list_query(request.query_params)
-        page = await call(store.list, tenant.name, query)
+        page = await call(store.page, tenant.name, query)
         if page is None:
             raise ApiError(404, f"after: no stored completion {query.after!r}", param="after", code="not_found")
         return JSONResponse(_list_body(page.items, page.has_more))

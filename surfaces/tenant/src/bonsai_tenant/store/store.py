@@ -58,7 +58,7 @@ class Store:
         with self.db.transaction() as conn:
             return completions.messages(conn, tenant, completion_id, self._oldest(tenant))
 
-    def list(self, tenant: str, query: Query) -> Page | None:
+    def page(self, tenant: str, query: Query) -> Page | None:
         """A page of this tenant's completions; None when `query.after` is not one of them."""
         oldest = self._oldest(tenant)
         with self.db.transaction() as conn:
