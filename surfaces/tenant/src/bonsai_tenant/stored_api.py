@@ -94,23 +94,27 @@ def routes(config: ServerConfig, store: Store) -> list[Route]:
             raise ApiError(404, f"after: no stored completion {query.after!r}", param="after", code="not_found")
         return JSONResponse(_list_body(page.items, page.has_more))
 
-    async def get_completion(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
-        _only(request.query_params, ())
-        found = await call(store.get, tenant.name, completion_id)
-        if found is None:
+    def caller(request: Request) -> tuple[str, str]:
+        """(the calling tenant's name, the completion id in the path)."""
+        return config.authenticate(request.headers.get("authorization")).name, request.path_params["completion_id"]
+
+    async def owned(fn: Callable[..., Any], tenant: str, completion_id: str, *args: Any) -> Any:
+        """`fn(tenant, completion_id, *args)`; 404 when this tenant has no completion of that id."""
+        result = await call(fn, tenant, completion_id, *args)
+        if result is None or result is False:
             raise not_found(completion_id)
-        return JSONResponse(found)
+        return result
+
+    async def get_completion(request: Request) -> Response:
+        tenant, completion_id = caller(request)
+        _only(request.query_params, ())
+        return JSONResponse(await owned(store.get, tenant, completion_id))
 
     async def get_messages(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
+        tenant, completion_id = caller(request)
         _only(request.query_params, ("after", "limit", "order"))
         after, limit, order = _paging(request.query_params)
-        found = await call(store.messages, tenant.name, completion_id)
-        if found is None:
-            raise not_found(completion_id)
+        found = await owned(store.messages, tenant, completion_id)
         messages = [{"id": f"{completion_id}-{i}", **m} for i, m in enumerate(found)]
         if order == "desc":
             messages.reverse()
@@ -123,23 +127,17 @@ def routes(config: ServerConfig, store: Store) -> list[Route]:
         return JSONResponse(_list_body(messages[:limit], len(messages) > limit))
 
     async def update_completion(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
+        tenant, completion_id = caller(request)
         body = parse_json(await read_body(request, config.limits.max_body_bytes))
         for key in sorted(set(body) - {"metadata"}):
             raise bad(f"{key}: only metadata can be updated", key)
         if "metadata" not in body:
             raise bad("metadata: required (the new metadata; null clears it)", "metadata")
-        updated = await call(store.update_metadata, tenant.name, completion_id, opt.metadata(body["metadata"]))
-        if updated is None:
-            raise not_found(completion_id)
-        return JSONResponse(updated)
+        return JSONResponse(await owned(store.update_metadata, tenant, completion_id, opt.metadata(body["metadata"])))
 
     async def delete_completion(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
-        if not await call(store.delete, tenant.name, completion_id):
-            raise not_found(completion_id)
+        tenant, completion_id = caller(request)
+        await owned(store.delete, tenant, completion_id)
         return JSONResponse({"object": "chat.completion.deleted", "id": completion_id, "deleted": True})
 
     return [
