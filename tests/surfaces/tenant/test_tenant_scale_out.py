@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -97,16 +98,28 @@ def test_two_servers_share_stored_completions_and_usage(database, tmp_path, caps
             status, body = servers[i % 2]("POST", "/v1/chat/completions", {
                 "model": "small", "messages": [{"role": "user", "content": "w " * i}]}, key=KEYS[tenant])
             tokens[tenant] += body["usage"]["total_tokens"]
+        def burst(i: int) -> tuple[str, int]:  # both servers write usage rows at once
+            tenant = "acme" if i % 2 else "globex"
+            status, body = servers[i % 2]("POST", "/v1/chat/completions", {
+                "model": "small", "store": i % 4 == 1, "messages": [{"role": "user", "content": "b " * i}]},
+                key=KEYS[tenant])
+            assert status == 200, body
+            return tenant, body["usage"]["total_tokens"]
+
+        with ThreadPoolExecutor(8) as pool:
+            for tenant, used in pool.map(burst, range(16)):
+                tokens[tenant] += used
         report = usage_report(config, capsys)
         assert {r["tenant"]: r["total_tokens"] for r in report["usage"]} == tokens
-        assert report["total"]["total_tokens"] == sum(tokens.values()) and report["total"]["requests"] == 8
-        assert usage_report(config, capsys, "--tenant", "globex")["total"]["requests"] == 3
+        assert report["total"]["total_tokens"] == sum(tokens.values()) and report["total"]["requests"] == 24
+        assert usage_report(config, capsys, "--tenant", "globex")["total"]["requests"] == 11
     finally:
         for server in servers:
             server.stop()
     again = Server(config, "again").wait()  # a restart keeps both
     try:
-        assert [c["id"] for c in again("GET", "/v1/chat/completions")[1]["data"]] == [stored["id"]]
+        assert [c["id"] for c in again("GET", "/v1/chat/completions")[1]["data"]][0] == stored["id"]
+        assert len(again("GET", "/v1/chat/completions")[1]["data"]) == 5  # and the burst's four
         assert again("GET", f"/v1/chat/completions/{events[0]['id']}", key="sk-globex")[0] == 200
     finally:
         again.stop()
