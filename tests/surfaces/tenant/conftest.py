@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -116,3 +117,50 @@ def tiny_backend(gpu, tiny_model):
     from bonsai_tenant.runtime_backend import RuntimeBackend
 
     return RuntimeBackend.open(tiny_model, max_positions=1024)
+
+
+def _in_ci() -> bool:
+    import os
+
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url():
+    """A real PostgreSQL server's admin URL: BONSAI_TEST_POSTGRES_URL, or a throwaway one started now
+    (initdb + pg_ctl in a temporary directory). Without PostgreSQL the test fails under CI=true (CI
+    installs it) and skips elsewhere, saying how to get it."""
+    import os
+
+    from postgres_server import PostgresServer
+
+    given = os.environ.get("BONSAI_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    try:
+        server = PostgresServer().start()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        if _in_ci():
+            pytest.fail(f"CI=true but no PostgreSQL server could be started: {exc}")
+        pytest.skip(f"no PostgreSQL: {exc}")
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """A fresh, empty tenant database (a DatabaseSpec): a SQLite file in tmp_path, or a new database
+    on the test PostgreSQL server. Tests that take it run against both backends."""
+    import secrets
+
+    from bonsai_tenant.db_config import DatabaseSpec
+
+    if request.param == "sqlite":
+        return DatabaseSpec(f"sqlite+pysqlite:///{tmp_path / 'tenants.db'}")
+    from postgres_server import create_database
+
+    admin = request.getfixturevalue("postgres_admin_url")
+    return DatabaseSpec(create_database(admin, f"bonsai_test_{secrets.token_hex(6)}"))

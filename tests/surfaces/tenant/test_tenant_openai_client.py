@@ -49,8 +49,16 @@ def test_two_tenants_see_their_own_models_and_completions(setup):
     stored = acme.chat.completions.create(model="shared", max_tokens=1, store=True,
                                           messages=[{"role": "user", "content": "x"}])
     assert acme.chat.completions.retrieve(stored.id).id == stored.id
-    with pytest.raises(openai.PermissionDeniedError):
+    assert [c.id for c in acme.chat.completions.list()] == [stored.id]
+    assert [m.content for m in acme.chat.completions.messages.list(stored.id)] == ["x"]
+    assert acme.chat.completions.update(stored.id, metadata={"k": "v"}).id == stored.id
+    assert [c.id for c in acme.chat.completions.list(metadata={"k": "v"})] == [stored.id]
+    with pytest.raises(openai.NotFoundError):  # another tenant's id is answered as a missing one
         globex.chat.completions.retrieve(stored.id)
+    assert list(globex.chat.completions.list()) == []
+    with pytest.raises(openai.NotFoundError):
+        globex.chat.completions.delete(stored.id)
+    assert acme.chat.completions.delete(stored.id).deleted is True
     with pytest.raises(openai.AuthenticationError):
         client("sk-nobody").models.list()
 

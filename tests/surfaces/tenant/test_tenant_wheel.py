@@ -88,7 +88,7 @@ def test_the_wheel_installs_nothing_outside_its_own_package(tenant_wheel):
     record = wheel.read("bonsai_tenant-0.1.0.dist-info/RECORD").decode()
     assert not [line for line in record.splitlines() if line.startswith("bonsai/")]
     metadata = zipfile.ZipFile(tenant_wheel).read("bonsai_tenant-0.1.0.dist-info/METADATA").decode()
-    for requirement in ("starlette", "uvicorn", "numpy", "wgpu"):
+    for requirement in ("starlette", "uvicorn", "numpy", "wgpu", "sqlalchemy"):
         assert f"Requires-Dist: {requirement}" in metadata
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
     assert not [r for r in requires if "llm" in r or "llama" in r]  # the model: `bonsai-tenant pull-model`
@@ -120,6 +120,15 @@ def test_a_streamed_reply_over_http(served):
     assert events[-1] == "[DONE]"
     text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1])
     assert text == "echo: hello wheel"
+
+
+def test_the_installed_server_keeps_stored_completions_in_a_sqlite_file_next_to_its_config(served, tmp_path):
+    status, _, raw = request(served.port, "POST", "/v1/chat/completions", key=KEY, body={
+        "model": "smollm2", "store": True, "messages": [{"role": "user", "content": "keep me"}]})
+    stored = json.loads(raw)["id"]
+    status, _, raw = request(served.port, "GET", "/v1/chat/completions", key=KEY)
+    assert status == 200 and [c["id"] for c in json.loads(raw)["data"]] == [stored]
+    assert (tmp_path / "tenants.db").is_file() and (tmp_path / "tenants.db-wal").is_file()
 
 
 def test_a_tool_call_over_http(served):

@@ -1,8 +1,9 @@
-"""The `bonsai-tenant` command: serve the OpenAI-compatible API, or hash a key for the tenants file."""
+"""The `bonsai-tenant` command: serve the OpenAI-compatible API, report usage, hash a key, pull the model."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import importlib
 import sys
@@ -51,6 +52,32 @@ def _pull_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _usage(args: argparse.Namespace) -> int:
+    from .db_config import DatabaseSpec, normalise_url
+    from .store import open_store
+    from .tenants import load_database
+    from .usage_report import as_json, as_table
+
+    if args.since is not None:
+        try:
+            datetime.date.fromisoformat(args.since)
+        except ValueError as exc:
+            raise TenantError(f"--since {args.since!r}: expected a date, YYYY-MM-DD") from exc
+    if args.database:
+        spec = DatabaseSpec(normalise_url(args.database, "--database"))
+    elif args.config:
+        spec = load_database(args.config)
+    else:
+        raise TenantError("usage: give --config (the tenants file the server uses) or --database URL")
+    store = open_store(spec)
+    try:
+        rows = store.usage(args.tenant, args.since)
+    finally:
+        store.close()
+    print(as_json(rows) if args.json else as_table(rows))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bonsai-tenant", description="Bonsai for tenant products. "
                                 "Exit codes: 0 ok, 2 bad input or configuration.")
@@ -63,6 +90,13 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--backend-factory", help="MODULE:FUNCTION returning a Backend for a ModelSpec")
     serve.set_defaults(run=_serve)
+    usage = sub.add_parser("usage", help="tokens used per tenant, model and UTC day (from the tenant database)")
+    usage.add_argument("--config", help="the tenants file; its [database] is read (no keys needed)")
+    usage.add_argument("--database", help="a database URL instead of --config")
+    usage.add_argument("--tenant", help="only this tenant")
+    usage.add_argument("--since", help="only from this UTC day on (YYYY-MM-DD)")
+    usage.add_argument("--json", action="store_true", help="JSON instead of a table")
+    usage.set_defaults(run=_usage)
     hash_key = sub.add_parser("hash-key", help="print the sha256 of a key read from stdin (api-key-sha256)")
     hash_key.set_defaults(run=_hash_key)
     pull_model = sub.add_parser("pull-model", help="download the default model once into the model cache "

@@ -2,7 +2,8 @@
 
 Nothing a client sends is silently ignored: a parameter this server does not implement is refused
 unless it is at its neutral value (`n: 1`, `frequency_penalty: 0`, ...) or changes nothing in the
-reply (`user`, `metadata`, `service_tier`); an unknown one is refused like OpenAI does.
+reply (`user`, `service_tier`); an unknown one is refused like OpenAI does. `metadata` is checked
+against OpenAI's limits and kept with a stored completion.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from .errors import ApiError
 MAX_TOKENS_LIMIT = 4096
 MAX_STOP = 4
 MAX_TOP_LOGPROBS = 20
+# OpenAI's limits on `metadata`: pairs, key and value lengths
+MAX_METADATA, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
 # parameters parsed here or in openai_request
 HANDLED = frozenset({"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_tokens",
                      "max_completion_tokens", "temperature", "top_p", "seed", "stop", "logprobs", "top_logprobs",
-                     "response_format", "stream", "stream_options", "store", "n"})
+                     "response_format", "stream", "stream_options", "store", "metadata", "n"})
 # accepted as sent: they label the request and change nothing in the reply
-NO_EFFECT = frozenset({"user", "metadata", "service_tier", "safety_identifier", "prompt_cache_key"})
+NO_EFFECT = frozenset({"user", "service_tier", "safety_identifier", "prompt_cache_key"})
 # not implemented: accepted at these values only (null is always accepted)
 NEUTRAL: dict[str, Any] = {"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "modalities": ["text"]}
 
@@ -114,3 +117,19 @@ def stream_options(body: dict[str, Any]) -> bool:
     if not isinstance(value, bool):
         raise bad("stream_options.include_usage: must be true or false", "stream_options.include_usage")
     return value
+
+
+def metadata(value: Any, param: str = "metadata") -> dict[str, str]:
+    """`metadata`: up to 16 string pairs (keys up to 64 characters, values up to 512); null is {}."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad(f"{param}: must be an object of string keys and string values", param)
+    if len(value) > MAX_METADATA:
+        raise bad(f"{param}: at most {MAX_METADATA} pairs, got {len(value)}", param)
+    for key, item in value.items():
+        if not key or len(key) > MAX_METADATA_KEY:
+            raise bad(f"{param}: key {key[:MAX_METADATA_KEY]!r}: must be 1 to {MAX_METADATA_KEY} characters", param)
+        if not isinstance(item, str) or len(item) > MAX_METADATA_VALUE:
+            raise bad(f"{param}.{key}: must be a string of at most {MAX_METADATA_VALUE} characters", param)
+    return dict(value)

@@ -33,6 +33,8 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     store: bool
+    metadata: dict[str, str]  # kept with a stored completion; filters GET /v1/chat/completions
+    sent_messages: list[Any]  # the messages as the client sent them (GET .../{id}/messages)
 
     def options(self) -> dict[str, Any]:
         """The backend options this request sets away from their defaults, by OpenAI parameter name."""
@@ -184,4 +186,6 @@ def parse_chat_request(body: dict[str, Any], *, default_max_tokens: int = 256) -
         stream=opt.flag(body, "stream", False),
         include_usage=opt.stream_options(body),
         store=opt.flag(body, "store", False),
+        metadata=opt.metadata(body.get("metadata")),
+        sent_messages=messages,
     )

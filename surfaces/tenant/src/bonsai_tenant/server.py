@@ -1,5 +1,9 @@
 """The OpenAI-compatible HTTP API (Starlette): auth per tenant, chat completions, stored completions.
 
+A finished request's usage (and, with `store: true`, its completion) is written to the tenant
+database before the client is told the request succeeded: when the database fails, the client
+gets a 503 (streaming: an error event instead of the last chunk), never a reply whose record is lost.
+
 Every response is JSON (or, for a stream, server-sent JSON events); a failure the server did not
 expect is logged with a request id and answered with that id only, never with its text (paths,
 file bytes, exception messages). Models load when the app is created, so a bad model stops the
@@ -11,9 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,12 +35,15 @@ from .http_io import GONE, TIMEOUT, drive, internal_error, read_body, retry_head
 from .openai_options import bad
 from .openai_request import ChatRequest, parse_chat_request, parse_json
 from .openai_response import Completion, sse
+from .quota import check as check_quota
 from .scheduler import Lane
+from .store import Store, open_store
+from .stored_api import call
+from .stored_api import routes as stored_routes
 from .tenants import ModelSpec, ServerConfig, Tenant
 
 log = logging.getLogger("bonsai_tenant")
 BackendFactory = Callable[[ModelSpec], Backend]
-STORED_LIMIT = 1000
 _PARAM = re.compile(r"^([a-z_]+(?:[.\[][a-z_0-9\].]*)?): ")
 
 
@@ -64,20 +69,26 @@ def load_backends(config: ServerConfig, factory: BackendFactory) -> dict[str, Ba
 
 
 class _State:
-    """What the app keeps between requests: backends and lanes per model, stored completions per tenant."""
+    """What the app keeps between requests: backends and lanes per model; the tenant database."""
 
-    def __init__(self, config: ServerConfig, backends: dict[str, Backend]) -> None:
+    def __init__(self, config: ServerConfig, backends: dict[str, Backend], store: Store) -> None:
         self.config = config
         self.backends = backends
         self.lanes = {m: Lane(config.limits.queue_size, len(config.tenants)) for m in backends}
-        self.stored: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.store = store
 
-    def store(self, tenant: Tenant, completion: Completion) -> None:
-        with self.lock:
-            self.stored[completion.id] = (tenant.name, completion.to_dict())
-            while len(self.stored) > STORED_LIMIT:
-                self.stored.popitem(last=False)
+    async def check_quota(self, tenant: Tenant) -> None:
+        """429 when the tenant has used its daily tokens (all servers on this database together)."""
+        if tenant.daily_token_quota is not None:
+            used = await call(self.store.tokens_today, tenant.name)
+            check_quota(tenant.name, tenant.daily_token_quota, used, self.store.now())
+
+    async def record(self, tenant: Tenant, req: ChatRequest, completion: Completion) -> None:
+        """Write the request's usage (and its completion if `store`) in one transaction; a 503 if it fails."""
+        stored = (completion.to_dict(), req.sent_messages, req.metadata) if req.store else None
+        await call(self.store.record, tenant.name, req.model, completion.finish.prompt_tokens,
+                   completion.finish.completion_tokens, stored,
+                   what="the tenant database did not answer, so the reply was not recorded and is withheld")
 
 
 def _error_response(error: ApiError) -> JSONResponse:
@@ -184,6 +195,11 @@ class EventStream:
             outcome, error = "", internal_error(self.request_id, "generation failed")
         if outcome == GONE:
             return
+        if error is None:
+            try:
+                await self.state.record(self.tenant, req, completion)
+            except ApiError as exc:
+                error = exc
         if error is not None and not started:
             await _error_response(error)(scope, receive, send)
             return
@@ -194,13 +210,15 @@ class EventStream:
         if req.include_usage:
             await body(sse(completion.usage_chunk()))
         await body(sse("[DONE]"), more=False)
-        if req.store:
-            self.state.store(self.tenant, completion)
 
 
-def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory) -> Starlette:
-    """The ASGI app. Loads one Backend per model id now (ConfigError naming the model if one fails)."""
-    state = _State(config, load_backends(config, backend_factory))
+def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory,
+               store: Store | None = None) -> Starlette:
+    """The ASGI app. Loads one Backend per model id now (ConfigError naming the model if one fails) and
+    opens the tenant database (`config.database` unless `store` is given; StoreError of one line)."""
+    if store is None:
+        store = open_store(config.database, {t.name: t.retention_days for t in config.tenants})
+    state = _State(config, load_backends(config, backend_factory), store)
     limits = config.limits
 
     async def chat_completions(request: Request) -> Response:
@@ -210,6 +228,7 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
         spec = config.model_for(tenant, req.model)
         backend, lane = state.backends[spec.id], state.lanes[spec.id]
         _check_features(backend, spec, req)
+        await state.check_quota(tenant)
         lane.admit(tenant.name)  # a full queue is refused before the prompt is even encoded
         events = await run_in_threadpool(_start, backend, req, request_id)
         deadline = arrival + limits.request_timeout
@@ -234,21 +253,8 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
             return Response(status_code=499)  # nobody reads it: the client is gone
         if outcome == TIMEOUT:
             raise timeout_error(limits.request_timeout)
-        if req.store:
-            state.store(tenant, completion)
+        await state.record(tenant, req, completion)
         return JSONResponse(completion.to_dict())
-
-    async def stored_completion(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
-        owner, body = state.stored.get(completion_id, (None, None))
-        if owner is None:
-            raise ApiError(404, f"no stored completion {completion_id!r} (send store=true to keep one)",
-                           code="not_found")
-        if owner != tenant.name:
-            raise ApiError(403, f"completion {completion_id!r} belongs to another tenant",
-                           type="permission_error", code="forbidden")
-        return JSONResponse(body)
 
     async def list_models(request: Request) -> Response:
         tenant = config.authenticate(request.headers.get("authorization"))
@@ -266,7 +272,7 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/chat/completions/{completion_id}", stored_completion, methods=["GET"]),
+        *stored_routes(config, store),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .db_config import DatabaseSpec, database_spec
 from .errors import ApiError, ConfigError
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -24,10 +25,14 @@ def key_digest(key: str) -> str:
 
 @dataclass(frozen=True)
 class Tenant:
-    """One customer: its name and the sha256 of its API key."""
+    """One customer: its name, the sha256 of its API key, and how its stored state is bounded."""
 
     name: str
     key_sha256: str
+    # stored completions older than this many days are deleted (None: kept until deleted)
+    retention_days: int | None = None
+    # prompt + completion tokens this tenant may use per UTC day, all models together (None: no quota)
+    daily_token_quota: int | None = None
 
 
 @dataclass(frozen=True)
@@ -74,16 +79,23 @@ class ServerConfig:
     tenants: tuple[Tenant, ...]
     models: Mapping[str, ModelSpec]
     limits: Limits = Limits()
+    database: DatabaseSpec = DatabaseSpec()
 
     def __post_init__(self) -> None:
         _unique_keys(self.tenants)
 
     @classmethod
     def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None,
-                  limits: Limits | None = None) -> ServerConfig:
-        """Build from {tenant name: plain API key} (tests and embedding); default model for all."""
-        tenants = tuple(Tenant(name, key_digest(key)) for name, key in sorted(keys.items()))
-        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")}, limits or Limits())
+                  limits: Limits | None = None, database: DatabaseSpec | None = None,
+                  **tenant_settings: Any) -> ServerConfig:
+        """Build from {tenant name: plain API key} (tests and embedding); default model for all; a
+        database in memory unless given. `tenant_settings`: Tenant fields for every tenant."""
+        tenants = tuple(Tenant(name, key_digest(key), **tenant_settings) for name, key in sorted(keys.items()))
+        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")}, limits or Limits(),
+                   database or DatabaseSpec())
+
+    def tenant(self, name: str) -> Tenant | None:
+        return next((t for t in self.tenants if t.name == name), None)
 
     def authenticate(self, authorization: str | None) -> Tenant:
         """The tenant whose key is in `Authorization: Bearer <key>`, else a 401."""
@@ -130,19 +142,20 @@ def _table(where: str, table: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 
 def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
     where = f"{path}: tenants.{name}"
-    table = _table(where, table, ("api-key-env", "api-key-sha256"))
+    table = _table(where, table, ("api-key-env", "api-key-sha256", "retention-days", "daily-token-quota"))
+    bounds = (_positive(table, "retention-days", where, int, None), _positive(table, "daily-token-quota", where, int, None))
     if "api-key-sha256" in table:
         digest = table["api-key-sha256"]
         if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
             raise ConfigError(f"{where}.api-key-sha256: must be 64 lowercase hex digits (sha256 of the key)")
-        return Tenant(name, digest)
+        return Tenant(name, digest, *bounds)
     variable = table.get("api-key-env")
     if not isinstance(variable, str):
         raise ConfigError(f"{where}: needs api-key-env (an environment variable name) or api-key-sha256")
     key = environ.get(variable, "")
     if not key:
         raise ConfigError(f"{where}.api-key-env: environment variable {variable} is not set or empty")
-    return Tenant(name, key_digest(key))
+    return Tenant(name, key_digest(key), *bounds)
 
 
 def _positive(table: dict[str, Any], key: str, where: str, kind: type, default: Any) -> Any:
@@ -177,19 +190,36 @@ def _limits(path: Path, table: Any) -> Limits:
                   _positive(table, "request-timeout", where, float, default.request_timeout))
 
 
-def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
-    """Read a TOML file with `[tenants.NAME]`, `[models.ID]` and `[server]` tables; errors name the key."""
-    path = Path(path)
-    environ = os.environ if environ is None else environ
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the tenants file ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    unknown = sorted(set(data) - {"tenants", "models", "server"})
+
+
+def _database(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> DatabaseSpec:
+    table = _table(f"{path}: database", data.get("database", {}), ("url", "url-env", "lock-timeout"))
+    return database_spec(path, table, environ)
+
+
+def load_database(path: str | Path, environ: Mapping[str, str] | None = None) -> DatabaseSpec:
+    """Only the `[database]` of a tenants file (for `bonsai-tenant usage`: no tenant keys needed)."""
+    path = Path(path)
+    return _database(path, _read(path), os.environ if environ is None else environ)
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
+    """Read a TOML file with `[tenants.NAME]`, `[models.ID]`, `[server]` and `[database]` tables; errors
+    name the key."""
+    path = Path(path)
+    environ = os.environ if environ is None else environ
+    data = _read(path)
+    unknown = sorted(set(data) - {"tenants", "models", "server", "database"})
     if unknown:
-        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME], [models.ID] and [server])")
+        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME], [models.ID], [server] "
+                          "and [database])")
     tenants_table = data.get("tenants") or {}
     if not tenants_table:
         raise ConfigError(f"{path}: tenants: define at least one [tenants.NAME] table")
@@ -197,7 +227,8 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> S
     models_table = data.get("models") or {"smollm2": {}}
     names = {t.name for t in tenants}
     models = {m: _model(path, m, t, names) for m, t in sorted(models_table.items())}
+    database = _database(path, data, environ)
     try:
-        return ServerConfig(tenants, models, _limits(path, data.get("server", {})))
+        return ServerConfig(tenants, models, _limits(path, data.get("server", {})), database)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
