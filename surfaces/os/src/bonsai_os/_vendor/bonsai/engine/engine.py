@@ -70,18 +70,29 @@ class Engine:
         self.gpu = gpu
         self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
         if cache is None:
-            if self.cache_factory is None:
-                from ..kv.cache import KVCache
-
-                self.cache_factory = KVCache
-            cache = self.cache_factory(gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
-                            mode=self.kv_mode, window=self.window, vram_budget=self.vram_budget)
+            cache = self._new_cache()
         else:
             cache.restore(gpu)
         self.cache = cache
         # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
         self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
         self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
+
+    def _new_cache(self) -> KVCacheAPI:
+        if self.cache_factory is None:
+            from ..kv.cache import KVCache
+
+            self.cache_factory = KVCache
+        return self.cache_factory(self.gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim,
+                                  self.max_positions, mode=self.kv_mode, window=self.window,
+                                  vram_budget=self.vram_budget)
+
+    def use_cache(self, *, kv: str, window: int) -> None:
+        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
+        self.kv_mode, self.window = kv, window
+        self.cache = cache = self._new_cache()
+        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
+        self.reset()
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> float:
