@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bonsai.engine.native import load_engine
+from bonsai.kv.format.modes import MODES
 from bonsai.models import resolve_model
 from bonsai.reference import ReferenceModel
 
@@ -212,7 +213,7 @@ def main() -> None:
     p.add_argument("--new-tokens", type=int, default=16)
     p.add_argument("--prefill-tokens", type=int, default=None, help="prefill timing length (default: prompt)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
-    p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
+    p.add_argument("--kv", default="f32", choices=sorted(MODES))
     p.add_argument("--window", type=int, default=2048)
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=None,

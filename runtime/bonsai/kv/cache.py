@@ -23,7 +23,7 @@ from .format.modes import MODES, get_mode
 from .layout import Kind, Layout
 from .master import HostMaster
 from .mirrors import Mirrors
-from .residual import Residual
+from .residual import RESIDUAL_ROLE, Residual
 from .slots import Slots
 from .staging import Entry, Staging
 from .store.scatter import Scatter
@@ -94,7 +94,7 @@ class KVCache:
                             self._mirrors.mark_all)
         self._state: Any = None
         if self.residual is not None:
-            self.residual.bind(gpu, self._params, self._mirrors)
+            self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
@@ -144,20 +144,28 @@ class KVCache:
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
         when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):
-        equal keys, equal dispatch lists. None when the step may do more than record dispatches
-        (grouped modes, a VRAM budget, rows not synced, a window slot still to be made)."""
-        if self.residual is not None or n != 1 or self._staging.pending or not self._slots.all_resident:
+        equal keys, equal dispatch lists. None when the step may do more than record dispatches (a VRAM
+        budget, rows not synced, a window slot still to be made; grouped modes: a step that fills its K
+        group or appends into a group the residual does not hold)."""
+        if n != 1 or self._staging.pending or not self._slots.all_resident:
             return None
+        res, g0 = self.residual, 0
+        if res is not None:  # the residual scatter's destination is a step parameter (`prepare`)
+            g0 = pos - pos % self.layout.group
+            if not res.only_appends(pos):
+                return None
         win = pos // self.window
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         att = self._attention(n_heads)
         rows: tuple = ()
         if att.variant == "serial":  # the step refreshes the mirrors' rows holding position pos
+            if res is not None:  # and the residual's, which move with pos too
+                return None
             if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
                 return None
             rows = tuple(self.layout.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES for kind in Kind)
-        return win, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
+        return win, g0, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
@@ -174,6 +182,8 @@ class KVCache:
         """
         self._check_range(0, pos, n)
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
+        if self.residual is not None:
+            self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
         att = self._attention(n_heads)
         _, wins = self._windows(0, pos + n)
         for i, desc in enumerate(att.pieces(wins, n)):
