@@ -20,6 +20,7 @@ from ..gpu.params import ParamCache, StepParams
 from .attention.driver import Attention, Window
 from .errors import KVError
 from .format.modes import MODES, get_mode
+from .handover import Handover
 from .layout import Kind, Layout
 from .master import HostMaster
 from .mirrors import Mirrors
@@ -35,7 +36,7 @@ class KVCache:
 
     def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
                  mode: str = "f32", window: int = 64, vram_budget: int | None = None,
-                 staging_positions: int = 512, variant: str = "auto") -> None:
+                 staging_positions: int = 512, variant: str = "auto", handover_steps: int = 32) -> None:
         if mode not in MODES:
             raise KVError(f"KVCache mode must be one of {', '.join(MODES)}, got {mode!r}")
         if staging_positions < 1:
@@ -57,6 +58,7 @@ class KVCache:
         self.residual = Residual(lay) if lay.mode.grouped else None
         self.requested_staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
+        self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
         self._bind(gpu)
 
     @property
@@ -93,6 +95,7 @@ class KVCache:
         self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host,
                             self._mirrors.mark_all)
         self._state: Any = None
+        self._handover: Handover | None = None  # made by the first `park`
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
 
@@ -174,13 +177,16 @@ class KVCache:
             self._check_range(layer, pos, n)
             self._staging.book_rows(layer, pos, n)
 
-    def prepare(self, pos: int, n: int, n_heads: int) -> None:
+    def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
         """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
         its per-step parameters now, so recording the step writes nothing and stays one compute pass.
 
         Optional: without it the same writes happen during recording (correct, one more submit each).
+        park=True: the step will be followed by `park`; its destinations are written now too.
         """
         self._check_range(0, pos, n)
+        if park:
+            self._parking().prepare()
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
         if self.residual is not None:
             self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
@@ -190,16 +196,43 @@ class KVCache:
             att.window_params(desc, i == 0, i)
         att.call_params(pos, n)
 
+    # ---- parking: rows that wait on the GPU for several decode steps -------------------------
+    @property
+    def can_park(self) -> bool:
+        """Without a VRAM budget no window is ever streamed or evicted, so rows may wait on the GPU."""
+        return bool(self._slots.all_resident)
+
+    def park(self) -> None:
+        """Record moving the rows staged by the step just recorded (one position in every layer) into the
+        handover (`bonsai.kv.handover`): staging is empty again and the next step replays the same tape.
+        `sync_host` takes every parked step back in one read."""
+        if not self.can_park:
+            raise KVError("park: a cache under a VRAM budget streams windows from the host master, which must be "
+                          "synced every step")
+        self._parking().park()
+
+    def _parking(self) -> Handover:
+        if self._handover is None:
+            self._handover = Handover(self.gpu, self.layout, self._staging, self._scatter, self.handover_steps)
+        return self._handover
+
     # ---- the host master --------------------------------------------------------------------
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
-        """One readback of every row appended since the last sync into the host master.
+        """One readback of every row appended since the last sync into the host master (parked steps
+        first: two reads when rows were also staged after the last park).
 
-        also=(buffer, nbytes), nbytes <= 64: the first nbytes of `buffer` come back in the same
-        readback and are returned (the engine's sampled token: one GPU round trip per step, not two).
+        also=(buffer, nbytes), nbytes <= 256: the first nbytes of `buffer` come back in the same
+        readback and are returned (the engine's sampled tokens: one GPU round trip, not two).
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
         min) overflows f16; nothing of that readback is committed then.
         """
-        rows, extra = self._staging.readback(also)
+        rows, extra = [], b""
+        if self._handover is not None and self._handover.parked:
+            rows, extra = self._handover.readback(also)
+            also = None
+        if also is not None or self._staging.pending or not rows:
+            more, staged_extra = self._staging.readback(also)
+            rows, extra = rows + more, extra or staged_extra
         for entry, k_rows, v_rows in rows:
             self._commit(entry, k_rows, v_rows)
         return extra
