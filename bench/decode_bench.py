@@ -82,7 +82,7 @@ def dispatch_cost_us(gpu, n=2000):
     """Python-side cost of recording one dispatch in a shared pass (cached pipeline and bind group)."""
     import numpy as np
 
-    k = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=64, BLOCKS=False)
+    k = gpu.kernel("bonsai.kv.attention", "finalize.wgsl", HEAD_DIM=64, FOLDS=1)
     prm = gpu.upload(np.array([0, 0, 1, 1, 0, 0, 0, 0], np.uint32))  # n_q * n_heads = 0: no work
     st, out = gpu.buffer(1024), gpu.buffer(1024)
     gpu.dispatch(k, [prm, st, out], 1)
