@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from bonsai.engine.native import load_engine
+from bonsai.kv.attention import driver
 from bonsai.kv.format.modes import MODES
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
@@ -52,9 +53,13 @@ def main() -> None:
     p.add_argument("--model", default=None)
     p.add_argument("--context", type=int, default=1024)
     p.add_argument("--kv", default="f32", choices=sorted(MODES))
+    p.add_argument("--block", type=int, default=None,
+                   help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kernel_probe.json"))
     a = p.parse_args()
+    if a.block is not None:
+        driver.BLOCK = a.block  # read when the cache makes its Attention
     engine = load_engine(a.model, kv=a.kv, progress=False)
     ids = engine.tokenizer.encode(PROMPT)
     ids = (ids * (1 + a.context // len(ids)))[: a.context]
@@ -77,7 +82,8 @@ def main() -> None:
     py_s, gpu_s = _timed(gpu, tape, 20)
     step = {"dispatches": len(tape), "gpu_ms_per_step": (gpu_s - base) / 20 * 1e3, "round_trip_ms": base * 1e3, "python_ms_per_step": py_s / 20 * 1e3,
             "sum_of_kinds_ms": sum(r["step_us"] for r in rows) / 1e3}
-    print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}: {len(tape)} dispatches per taped step")
+    print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}, block {driver.BLOCK}: {len(tape)} dispatches "
+          "per taped step")
     print(f"{'kernel':48} {'groups':>14} {'n/step':>6} {'us each':>8} {'us/step':>8}")
     for r in rows:
         print(f"{r['kernel'][:48]:48} {str(tuple(r['groups'])):>14} {r['per_step']:6d} {r['gpu_us']:8.2f} "

@@ -60,6 +60,8 @@ class GpuModel:
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
+        # RMSNorm folded into the matmul after it where the kernel can (GPUs; the same bits: matmul.wgsl)
+        self.fuse_norm = True
         self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
         self.replays = 0  # steps replayed so far
         self._tape: Any = None
@@ -112,7 +114,7 @@ class GpuModel:
         if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
-        return None if kv is None else (all_logits, from_token, self.submit_every, kv)
+        return None if kv is None else (all_logits, from_token, self.submit_every, self.fuse_norm, kv)
 
     def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
@@ -122,12 +124,16 @@ class GpuModel:
         for layer, lw in enumerate(self.w.layers):
             if self.submit_every and layer and layer % self.submit_every == 0:
                 g.flush()
-            rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
-            if len(lw.qkv) == 1:  # Q, K and V from one dispatch
+            if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm in it, where the kernel can)
                 m = lw.qkv[0]
-                prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim))
-                mm.dispatch(g, m, a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v, x_words=t * c.dim)
+                fused = self.fuse_norm and mm.fuses_norm(m)
+                if not fused:
+                    rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
+                prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=c.rms_eps if fused else 0.0))
+                mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
+                            x_words=t * c.dim, norm=lw.attn_norm if fused else None)
             else:
+                rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
             rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
@@ -135,10 +141,13 @@ class GpuModel:
             self.cache.append(layer, a.k, a.v, pos, t)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
-            rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
-            m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul
-            prm = self.params.block(m.params(t, c.dim, c.ffn_dim))
-            mm.dispatch(g, m, a.xn, a.act, prm, t, out=mm.OUT_SWIGLU, x_words=t * c.dim)
+            m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul (and the norm)
+            fused = self.fuse_norm and mm.fuses_norm(m)
+            if not fused:
+                rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
+            prm = self.params.block(m.params(t, c.dim, c.ffn_dim, eps=c.rms_eps if fused else 0.0))
+            mm.dispatch(g, m, a.x if fused else a.xn, a.act, prm, t, out=mm.OUT_SWIGLU, x_words=t * c.dim,
+                        norm=lw.ffn_norm if fused else None)
             self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
         out = self.w.output
         if all_logits:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...gpu.limits import workgroups
+from ...gpu.limits import grid, workgroups
 from ...gpu.params import ParamCache, f32_literal
 from ..format.modes import MODES, Mode, get_mode
 from ..format.rows import FORMATS, RowFormat, format_constants
@@ -28,8 +28,11 @@ class Store:
         self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
         self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
+        # f32 rows are copied by a workgroup per row (`main_f32`); rows to quantise by an invocation each
+        self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
         self.kernel = gpu.kernel(
-            __package__, "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
+            __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main", HEAD_DIM=head_dim, N_KV=n_kv,
+            ROTATE_K=m.rotate_k,
             INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
             K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
             V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
@@ -41,7 +44,8 @@ class Store:
         """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags."""
         rows = self.halves * n * self.n_kv
         params = self.params.get(n, dst_word, flag_base, src_pos)
-        self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], (workgroups(rows),))
+        self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], grid(rows) if self.f32_rows else
+                          (workgroups(rows),))
 
 
 class GroupStore:
