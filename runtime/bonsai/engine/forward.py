@@ -60,7 +60,9 @@ class GpuModel:
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
-        # RMSNorm folded into the matmul after it where the kernel can (GPUs; the same bits: matmul.wgsl)
+        # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
+        # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its tokens again (H200: prefill
+        # 3,300 -> 2,050 tok/s), where one norm dispatch does it once (bench/NOTES.md)
         self.fuse_norm = True
         self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
         self.replays = 0  # steps replayed so far
@@ -126,7 +128,7 @@ class GpuModel:
                 g.flush()
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm in it, where the kernel can)
                 m = lw.qkv[0]
-                fused = self.fuse_norm and mm.fuses_norm(m)
+                fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
                 if not fused:
                     rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=c.rms_eps if fused else 0.0))
@@ -142,7 +144,7 @@ class GpuModel:
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul (and the norm)
-            fused = self.fuse_norm and mm.fuses_norm(m)
+            fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
             if not fused:
                 rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
             prm = self.params.block(m.params(t, c.dim, c.ffn_dim, eps=c.rms_eps if fused else 0.0))
