@@ -59,6 +59,7 @@ class KVCache:
         self.requested_staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
         self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
+        self.fuse_store = True  # one-position f32 rows: the store kernel writes the slot/residual copy too
         self._bind(gpu)
 
     @property
@@ -123,9 +124,19 @@ class KVCache:
         if not stg.room_for(n * (lay.stored_k_words + lay.stored_v_words) + group_words, 2 * n * lay.n_kv):
             self.sync_host()
         entry = stg.book_rows(layer, pos, n)
-        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos)
-        v_src = entry.word + n * lay.stored_k_words
         grouped, v_res = lay.mode.grouped, lay.mode.v_residual
+        res = self.residual
+        # one position of f32 rows: the store kernel also writes them where the scatter would copy them
+        # (the slot, or for K and V both grouped the residual), one dispatch instead of two
+        also = None
+        if self.fuse_store and n == 1 and self._store.f32_rows and (not grouped or v_res):
+            if res is None:
+                also = (self._slots.get(layer, pos // lay.window, entry),
+                        self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
+            else:
+                also = (res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE))
+        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
+        v_src = entry.word + n * lay.stored_k_words
         p = pos
         while p < pos + n:
             win = p // lay.window
@@ -135,13 +146,14 @@ class KVCache:
             n_k = 0 if grouped else (end - p) * lay.k_words
             n_v = 0 if v_res else (end - p) * lay.v_words
             k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
-            self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k, v_src + (p - pos) * lay.v_words,
-                                 n_v, slot, k_word, v_word)
+            if also is None:
+                self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
+                                     v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
             self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
             self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
             p = end
-        if self.residual is not None:
-            self.residual.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry))
+        if res is not None:
+            res.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=also is not None)
 
     # ---- replaying a recorded step --------------------------------------------------------
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:

@@ -63,9 +63,10 @@ class Residual:
         return int(self.bufs[0].size)
 
     # ---- GPU side, while recording ---------------------------------------------------------
-    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any) -> list[int]:
-        """Copy the entry's f32 rows into the residual; quantise every group they fill into `slot(win)`
-        and copy the result into staging. Returns the group starts quantised."""
+    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> list[int]:
+        """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
+        there); quantise every group they fill into `slot(win)` and copy the result into staging.
+        Returns the group starts quantised."""
         lay = self.layout
         G, rb = lay.group, lay.f32_row_bytes
         filled = []
@@ -75,9 +76,10 @@ class Residual:
             g0 = p - p % G
             end = min(e.pos + e.n, g0 + G)
             n_v = (end - p) * rw if self.v_res else 0
-            self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
-                                e.word + e.n * e.k_words + (p - e.pos) * rw, n_v, self.bufs[layer], *self.dst_words(p),
-                                role=RESIDUAL_ROLE)
+            if not copied:
+                self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
+                                    e.word + e.n * e.k_words + (p - e.pos) * rw, n_v, self.bufs[layer],
+                                    *self.dst_words(p), role=RESIDUAL_ROLE)
             self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
             if self.v_res:
                 self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)

@@ -28,6 +28,7 @@ class Scatter:
         dp = self.step.get((role,), dst_k, dst_v, 0, 0)
         self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n)))
 
-    def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> None:
-        """Write the per-step destination now (before recording), so recording does not split the pass."""
-        self.step.get((role,), dst_k, dst_v, 0, 0)
+    def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
+        """Write the per-step destination now (before recording), so recording does not split the pass;
+        returns the role's buffer (which the store kernel's `also` copy reads as well)."""
+        return self.step.get((role,), dst_k, dst_v, 0, 0)
