@@ -142,15 +142,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var t = 0u; t < TT; t++) {
                 if (t0 + t < nt) {
                     let xb = (t0 + t) * xs + xo + c * 8u;
-                    var xv: array<vec4<f32>, 8>;
-                    for (var v = 0u; v < 8u; v++) {
-                        if (NORM) { xv[v] = (x[xb + v] * scale[t]) * nw[c * 8u + v]; } else { xv[v] = x[xb + v]; }
+                    if (NORM) {  // the normed x, as rmsnorm.wgsl writes it: (x * scale) * w
+                        let sc = scale[t];
+                        let nb = c * 8u;
+                        var s = dot(wv[0], (x[xb] * sc) * nw[nb]) + dot(wv[1], (x[xb + 1u] * sc) * nw[nb + 1u]);
+                        s += dot(wv[2], (x[xb + 2u] * sc) * nw[nb + 2u]) + dot(wv[3], (x[xb + 3u] * sc) * nw[nb + 3u]);
+                        s += dot(wv[4], (x[xb + 4u] * sc) * nw[nb + 4u]) + dot(wv[5], (x[xb + 5u] * sc) * nw[nb + 5u]);
+                        s += dot(wv[6], (x[xb + 6u] * sc) * nw[nb + 6u]) + dot(wv[7], (x[xb + 7u] * sc) * nw[nb + 7u]);
+                        acc[t] += s;
+                    } else {
+                        var s = dot(wv[0], x[xb]) + dot(wv[1], x[xb + 1u]);
+                        s += dot(wv[2], x[xb + 2u]) + dot(wv[3], x[xb + 3u]);
+                        s += dot(wv[4], x[xb + 4u]) + dot(wv[5], x[xb + 5u]);
+                        s += dot(wv[6], x[xb + 6u]) + dot(wv[7], x[xb + 7u]);
+                        acc[t] += s;
                     }
-                    var s = dot(wv[0], xv[0]) + dot(wv[1], xv[1]);
-                    s += dot(wv[2], xv[2]) + dot(wv[3], xv[3]);
-                    s += dot(wv[4], xv[4]) + dot(wv[5], xv[5]);
-                    s += dot(wv[6], xv[6]) + dot(wv[7], xv[7]);
-                    acc[t] += s;
                 }
             }
         }
