@@ -61,8 +61,8 @@ class GpuModel:
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
         # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
-        # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its tokens again (H200: prefill
-        # 3,300 -> 2,050 tok/s), where one norm dispatch does it once (bench/NOTES.md)
+        # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
+        # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
         self.fuse_norm = True
         self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
         self.replays = 0  # steps replayed so far
