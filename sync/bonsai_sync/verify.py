@@ -35,6 +35,9 @@ class Rules:
     # compiled = "forbid": the tree must hold no extension module
     forbid_compiled: bool = False
     python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+    # the dotted name of the dest inside the package that holds it ("bonsai_tenant._vendor"), or None
+    # when the dest is a sys.path root: inside a package, the copy must import itself relatively
+    package: str | None = None
 
     def excluded(self, name: str) -> bool:
         parts = name.split(".")
@@ -51,6 +54,24 @@ def first_party_names(roots: list[Path]) -> set[str]:
             if stem.isidentifier() and stem != "__pycache__" and (entry.is_dir() or is_module):
                 names.add(stem)
     return names
+
+
+def enclosing_package(dest: Path) -> str | None:
+    """The dotted name `dest` has inside the packages holding it (`bonsai_tenant._vendor`), or None
+    when its parent folder is no package (then `dest` is a sys.path root of its own)."""
+    parts = [dest.name]
+    parent = dest.parent
+    while (parent / "__init__.py").is_file() and parent != parent.parent:
+        parts.insert(0, parent.name)
+        parent = parent.parent
+    return ".".join(parts) if len(parts) > 1 else None
+
+
+def _absolute(node: ast.stmt | ast.Call, names: list[str]) -> list[str]:
+    """The names an import site spells absolutely (a relative `from . import x` spells none)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else []
+    return names if isinstance(node, ast.Import | ast.Call) else []
 
 
 def find(paths: tuple[str, ...], name: str) -> str | None:
@@ -86,6 +107,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) ->
     _locate.cache_clear()
     kind_in = find
     tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
+    own = first_party_names([tree]) & rules.first_party if rules.package else set()
     for path in walk_files(tree):
         rel = path.relative_to(tree)
         shown = f"{shown_as}/{rel.as_posix()}"
@@ -101,6 +123,12 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) ->
             problems.append(Diagnostic(shown, line, col, f"syntax error: {getattr(exc, 'msg', exc)}"))
             continue
         for node, names, lazy in imports_of(module, list(rel.parent.parts), rules.python, data):
+            for name in (n for n in _absolute(node, names) if n.split(".")[0] in own):
+                top = name.split(".")[0]
+                problems.append(Diagnostic(shown, node.lineno, node.col_offset + 1, (
+                    f"imports {name!r} absolutely, but this copy lives inside package {rules.package!r} "
+                    f"(as '{rules.package}.{top}'); import it relatively (from . import ...), or it finds "
+                    "another copy, or none, at run time")))
             for name in names:
                 top = name.split(".")[0]
                 if rules.excluded(name):

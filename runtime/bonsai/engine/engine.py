@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 import time
@@ -77,18 +78,29 @@ class Engine:
         self.gpu = gpu
         self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
         if cache is None:
-            if self.cache_factory is None:
-                from ..kv.cache import KVCache
-
-                self.cache_factory = KVCache
-            cache = self.cache_factory(gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
-                            mode=self.kv_mode, window=self.window, vram_budget=self.vram_budget)
+            cache = self._new_cache()
         else:
             cache.restore(gpu)
         self.cache = cache
         # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
         self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
         self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
+
+    def _new_cache(self) -> KVCacheAPI:
+        if self.cache_factory is None:
+            from ..kv.cache import KVCache
+
+            self.cache_factory = KVCache
+        return self.cache_factory(self.gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim,
+                                  self.max_positions, mode=self.kv_mode, window=self.window,
+                                  vram_budget=self.vram_budget)
+
+    def use_cache(self, *, kv: str, window: int) -> None:
+        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
+        self.kv_mode, self.window = kv, window
+        self.cache = cache = self._new_cache()
+        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
+        self.reset()
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> float:
@@ -230,6 +242,9 @@ class Engine:
                 called[0] = i
                 on_step(i)
 
+        def before_step(i: int, j: int) -> None:  # step j of a block decoded from token i
+            before(i + j)
+
         for i in range(max_tokens):
             if tok in stops:
                 gen.stop_reason = "eos"
@@ -257,7 +272,7 @@ class Engine:
                 break
             if not ahead and resident:
                 n = min(self.resident_steps, max_tokens - 1 - i, self.max_positions - self.pos)
-                ahead = self._steps_on_gpu(tok, n, lambda j, i=i: before(i + j))
+                ahead = self._steps_on_gpu(tok, n, functools.partial(before_step, i))
             elif not ahead:
                 before(i)
                 out = self._step([tok], argmax=greedy)

@@ -238,7 +238,8 @@ class KVCache:
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
         min) overflows f16; nothing of that readback is committed then.
         """
-        rows, extra = [], b""
+        rows: list[tuple[Entry, memoryview, memoryview]] = []
+        extra = b""
         if self._handover is not None and self._handover.parked:
             rows, extra = self._handover.readback(also)
             also = None

@@ -8,7 +8,7 @@ import pytest
 
 from bonsai.engine.native import load_engine
 from bonsai.ops import matmul as mm
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
 

@@ -8,7 +8,7 @@ import pytest
 import bonsai.kv.attention.driver as attention
 from bonsai.engine.native import load_engine
 from bonsai.kv import KVError
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
 STEPS = 30  # from position 6: crosses windows of 8 and blocks of 4 many times

@@ -8,7 +8,7 @@ import pytest
 from bonsai.engine.forward import GpuModel
 from bonsai.engine.native import load_engine
 from bonsai.kv.handover import Handover
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)  # untied: varied ids
 PROMPT = [3, 1, 4, 1, 5, 9]
