@@ -101,3 +101,41 @@ def test_replaying_a_step_that_fills_a_group_is_caught(gpu, tmp_path, monkeypatc
     monkeypatch.setattr(residual.Residual, "only_appends", lambda self, pos: True)
     with pytest.raises(KVError, match="skips positions 0..63"):  # the group never reached the master
         _decode(engine, replay=True, steps=GROUPED_STEPS)
+
+
+def test_a_row_that_crosses_a_mirror_texture_row_replays_bit_for_bit(gpu, tmp_path, monkeypatch):
+    """The serial (CPU) kernel reads K/V through texture mirrors refreshed a texture row at a time: with
+    3 KV heads of 64 (192 words a position) and 16-position windows, V rows of some positions span two
+    texture rows, and a replayed step must refresh both (the step key holds each row's first and last)."""
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", dim=192, n_heads=3, n_kv_heads=3,
+                           head_dim=64, ffn_dim=256)
+    runs = []
+    for replay in (False, True):  # an engine each: a mirror left stale must not hold the last run's rows
+        engine = load_engine(path, gpu=gpu, kv="f32", window=16, max_positions=48, progress=False)
+        engine.cache.variant = "serial"
+        runs.append(_decode(engine, replay=replay))
+    recorded, replayed = runs
+    assert replayed[2] > STEPS // 2 and np.array_equal(replayed[0], recorded[0]) and replayed[1] == recorded[1]
+
+
+def test_a_key_blind_to_where_a_row_ends_is_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: the key with each new row's first texture row only (as it was) replays a step whose
+    V row reaches into the next texture row without refreshing it."""
+    from bonsai.kv.cache import KVCache
+
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", dim=192, n_heads=3, n_kv_heads=3,
+                           head_dim=64, ffn_dim=256)
+    real = KVCache.step_key
+
+    def first_rows_only(self, pos, n, n_heads):
+        key = real(self, pos, n, n_heads)
+        return None if key is None else (*key[:2], tuple(first for first, _ in key[2]), key[3])
+
+    runs = []
+    for replay in (False, True):
+        engine = load_engine(path, gpu=gpu, kv="f32", window=16, max_positions=48, progress=False)
+        engine.cache.variant = "serial"
+        if replay:
+            monkeypatch.setattr(KVCache, "step_key", first_rows_only)
+        runs.append(_decode(engine, replay=replay))
+    assert not np.array_equal(runs[1][0], runs[0][0])

@@ -179,7 +179,10 @@ class KVCache:
                 return None
             if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
                 return None
-            rows = tuple(self.layout.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES for kind in Kind)
+            lay = self.layout  # the first and last texture row of each new K and V row
+            rows = tuple((lay.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES,
+                          ((lay.slot_word(kind, pos) + words) * 4 - 1) // TEXTURE_ROW_BYTES)
+                         for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
         return win, g0, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
 
     def replay_appends(self, pos: int, n: int) -> None:
