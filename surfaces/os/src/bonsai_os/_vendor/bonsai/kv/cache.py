@@ -289,12 +289,21 @@ class KVCache:
         att.call_params(pos_base, n_q)
         q = att.begin(q_buf, pos_base, n_q)
         i = 0
-        for desc in wins:
-            w = desc.start // self.window
-            win = self._window(layer, w, self._slots.get(layer, w), q_end, residual=desc.residual)
+        # where attention folds the residual with the window before it (`Attention.combines`), both are
+        # resolved first, the residual's slot before the window's, so the slot folded is the one resident
+        groups = [[desc] for desc in wins]
+        if att.combines and len(wins) > 1 and wins[-1].residual:
+            groups[-2:] = [wins[-2:]]
+        for group in groups:
+            slots = {desc.start // self.window: None for desc in group}
+            for w in reversed(slots):
+                slots[w] = self._slots.get(layer, w)
+            resolved = [self._window(layer, desc.start // self.window, slots[desc.start // self.window], q_end,
+                                     residual=desc.residual) for desc in group]
             if att.variant == "serial":  # the CPU kernel reads K and V through texture copies
-                win = dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
-            for piece in att.pieces([win], n_q):
+                resolved = [dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
+                            for win in resolved]
+            for piece in att.pieces(resolved, n_q):
                 att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i)
                 i += 1
         att.finish(self._state, out_buf, pos_base, n_q)
