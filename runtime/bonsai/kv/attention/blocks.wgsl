@@ -62,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var m = NEG_BIG;
     var l = 0.0;
     var acc = 0.0;
-    if (lo != bb * BLOCK && w.first == 0u) {  // the window starts inside this block: continue its fold
+    if (lo != bb * BLOCK && (w.first & 1u) == 0u) {  // the window starts inside this block: continue its fold
         let pb = partial_fold(idx);
         m = state[pb + M_AT];
         l = state[pb + L_AT];

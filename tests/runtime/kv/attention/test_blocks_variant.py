@@ -66,3 +66,39 @@ def test_a_racy_merge_is_caught(gpu, monkeypatch):
     monkeypatch.setattr(gpu, "_kernels", KernelCache())  # compile afresh (the session's device caches pipelines)
     results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
     assert any(not r.ok for r in results)
+
+
+def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
+    """Two dispatches per window (fold, merge) and none after them; still exact (the matrix above)."""
+    import numpy as np
+
+    from bonsai.kv.attention.driver import Attention, Window
+
+    att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
+    kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
+    q, out, state = gpu.upload(np.ones((1, 8, 64), np.float32)), gpu.buffer(8 * 64 * 4), gpu.buffer(att.state_bytes(1))
+    wins = [Window(kv, kv, 0, 12), Window(kv, kv, 12, 20)]
+    att.plan(wins, 19, 1)
+    before = gpu.dispatch_count
+    att.record(q, out, state, 19, 1, wins)
+    assert gpu.dispatch_count - before == 2 * len(wins)
+    assert np.array_equal(np.frombuffer(gpu.read(out), np.float32), np.zeros(8 * 64, np.float32))
+
+
+def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch):
+    """Mutation: the last merge writes acc / l of MAIN alone; windowed runs agree with the whole one, but
+    not with fp64 attention (the open block's positions are missing)."""
+    from bonsai.gpu import shaders
+    from bonsai.gpu.backend import KernelCache
+
+    real = shaders.load_source
+
+    def dropping(package, filename):
+        source = real(package, filename)
+        return source.replace("        if (pl == 0.0) {\n            out[", "        if (true) {\n            out[", 1) \
+            if filename == "merge_blocks.wgsl" else source
+
+    monkeypatch.setattr(shaders, "load_source", dropping)
+    monkeypatch.setattr(gpu, "_kernels", KernelCache())
+    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
+    assert any(not r.ok for r in results)

@@ -206,10 +206,7 @@ class KVCache:
         if self.residual is not None:
             self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
         att = self._attention(n_heads)
-        _, wins = self._windows(0, pos + n)
-        for i, desc in enumerate(att.pieces(wins, n)):
-            att.window_params(desc, i == 0, i)
-        att.call_params(pos, n)
+        att.plan(self._windows(0, pos + n)[1], pos, n)
 
     # ---- parking: rows that wait on the GPU for several decode steps -------------------------
     @property
@@ -284,9 +281,7 @@ class KVCache:
         if self._state is None or self._state.size < need:
             self._state = self.gpu.buffer(need)
         q_end, wins = self._windows(layer, kv_len)
-        for i, desc in enumerate(att.pieces(wins, n_q)):  # parameter buffers first, so recording is not split
-            att.window_params(desc, i == 0, i)
-        att.call_params(pos_base, n_q)
+        last = len(att.plan(wins, pos_base, n_q)) - 1  # parameter buffers first, so recording is not split
         q = att.begin(q_buf, pos_base, n_q)
         i = 0
         # where attention folds the residual with the window before it (`Attention.combines`), both are
@@ -304,7 +299,7 @@ class KVCache:
                 resolved = [dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
                             for win in resolved]
             for piece in att.pieces(resolved, n_q):
-                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i)
+                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i, out_buf, i == last)
                 i += 1
         att.finish(self._state, out_buf, pos_base, n_q)
 

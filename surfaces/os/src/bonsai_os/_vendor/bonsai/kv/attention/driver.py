@@ -223,13 +223,24 @@ class Attention:
             return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
 
-    def window_params(self, win: Window, first: bool, index: int | None = None) -> Any:
-        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`)."""
+    def window_params(self, win: Window, first: bool, index: int | None = None, last: bool = False) -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`; `last`:
+        the call's last window, whose merge writes the output in the blocks variant)."""
+        flags = int(first) | (2 if last and self.variant == "blocks" else 0)
         if self.step is not None and index is not None:
             return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
-                                 int(first), win.res_start, win.res_v_off)
-        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, int(first), win.res_start,
+                                 flags, win.res_start, win.res_v_off)
+        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, flags, win.res_start,
                                win.res_v_off)
+
+    def plan(self, windows: list[Window], pos_base: int, n_q: int) -> list[Window]:
+        """The call's pieces (`pieces`), with every parameter buffer the call reads made (or rewritten) now,
+        so that recording it writes nothing."""
+        out = self.pieces(windows, n_q)
+        for i, win in enumerate(out):
+            self.window_params(win, i == 0, i, i == len(out) - 1)
+        self.call_params(pos_base, n_q)
+        return out
 
     def begin(self, q_buf: Any, pos_base: int, n_q: int) -> Any:
         """Prepare a call: returns the query buffer the folds read (rotated for q4r)."""
@@ -243,13 +254,14 @@ class Attention:
         return self._qr
 
     def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
-                    index: int | None = None) -> None:
-        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order."""
+                    index: int | None = None, out: Any = None, last: bool = False) -> None:
+        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order.
+        Blocks variant: `out` is bound to every merge, and the call's `last` window's merge writes it."""
         span = self.max_span(n_q)
         if win.end - win.start > span or (win.end - 1) // span != win.start // span:
             raise KVError(f"attention: a fold of positions [{win.end}, {win.start}) crosses a multiple of the "
                           f"{span} one dispatch may cover; cut windows with `pieces`")
-        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
+        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
         fold = self.fold_residual if win.residual else self.fold
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
@@ -263,9 +275,11 @@ class Attention:
         need = n * blocks * self.fold_floats * 4
         if self._part is None or self._part.size < need:
             self._part = self.gpu.buffer(need)
+        if out is None:
+            raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
         rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
         self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows], (blocks, n))
-        self.gpu.dispatch(self.merge, [params, wp, state, self._part], grid(n))
+        self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
 
     def _texture(self, rows: Any) -> WordTexture:
         """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per
@@ -279,18 +293,18 @@ class Attention:
         return entry[1]
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
-        """out = acc / l."""
+        """out = acc / l (the serial variant; in the blocks variant the last window's merge wrote it)."""
+        if self.variant == "blocks":
+            return
         params = self.call_params(pos_base, n_q)
         self.gpu.dispatch(self.finalize, [params, state, out_buf], grid(workgroups(n_q * self.n_heads * self.head_dim)))
 
     def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
                windows: list[Window]) -> None:
         """Record the whole call: fold every window in order (cut into `pieces`), then finalize."""
-        windows = self.pieces(windows, n_q)
-        for i, win in enumerate(windows):  # create parameter buffers before recording dispatches
-            self.window_params(win, i == 0, i)
+        windows = self.plan(windows, pos_base, n_q)  # parameter buffers before recording dispatches
         q = self.begin(q_buf, pos_base, n_q)
         for i, win in enumerate(windows):
-            self.fold_window(q, state, pos_base, n_q, win, i == 0, i)
+            self.fold_window(q, state, pos_base, n_q, win, i == 0, i, out_buf, i == len(windows) - 1)
         self.finish(state, out_buf, pos_base, n_q)
 
