@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bonsai.engine.native import load_engine
+from bonsai.gpu.recorder import Recorder
 from bonsai.kv.attention import driver
 from bonsai.kv.format.modes import MODES
 from bonsai.models import resolve_model
@@ -98,6 +99,8 @@ def dispatch_cost_us(gpu, n=2000):
 
 
 def bench_gpu(a, ids):
+    if a.gpu_kernels:  # every kernel choice reads `is_cpu` (matmul upload, norm fusion, attention variant)
+        Recorder.is_cpu = property(lambda self: False)  # type: ignore[method-assign,assignment]
     if a.block is not None:
         driver.BLOCK = a.block  # read when the cache makes its Attention
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps)
@@ -150,6 +153,7 @@ def bench_gpu(a, ids):
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
                   + f", {a.resident_steps} steps/readback" + (f", block {a.block}" if a.block else "")
+                  + (", GPU kernels" if a.gpu_kernels else "")
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
         "prefill_tok_s": len(pf_ids) / prefill_s,  # the timed prefill (was len(ids): the decode context)
         "decode_tok_s": n / decode_s,
@@ -231,6 +235,9 @@ def main() -> None:
     p.add_argument("--block", type=int, default=None,
                    help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
+    p.add_argument("--gpu-kernels", action="store_true",
+                   help="on a CPU adapter (lavapipe) take the GPU kernels anyway (buffer matmuls with fused norms, "
+                        "blocks attention): a GPU run's dispatch counts, at the CPU's speed")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()

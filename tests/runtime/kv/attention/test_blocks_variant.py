@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import bonsai.kv.attention.driver as attention
 from bonsai.diagnostics.exactness import check_mutation, matrix, run_matrix
-from bonsai.kv.attention.driver import Mutations
+from bonsai.kv.attention.driver import Attention, Mutations, Window
+from tests.helpers.shader_patch import patch_shader
 
 
 @pytest.fixture(autouse=True)
@@ -52,28 +54,14 @@ def test_every_injected_bug_is_caught_in_the_blocks_variant(gpu, name):
 def test_a_racy_merge_is_caught(gpu, monkeypatch):
     """Mutation: without the barrier between reading and rewriting MAIN, lavapipe's 8-wide SIMD lets
     later invocations read the already-merged (m, l): the windowed runs no longer match."""
-    from bonsai.gpu import shaders
-    from bonsai.gpu.backend import KernelCache
-
-    real = shaders.load_source
-
-    def without_barrier(package, filename):
-        source = real(package, filename)
-        return source.replace("    workgroupBarrier();  // every invocation has read m and l", "    //", 1) \
-            if filename == "merge_blocks.wgsl" else source
-
-    monkeypatch.setattr(shaders, "load_source", without_barrier)
-    monkeypatch.setattr(gpu, "_kernels", KernelCache())  # compile afresh (the session's device caches pipelines)
+    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "    workgroupBarrier();  // every invocation has read m and l",
+                 "    //")
     results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
     assert any(not r.ok for r in results)
 
 
 def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
     """Two dispatches per window (fold, merge) and none after them; still exact (the matrix above)."""
-    import numpy as np
-
-    from bonsai.kv.attention.driver import Attention, Window
-
     att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
     kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
     q, out, state = gpu.upload(np.ones((1, 8, 64), np.float32)), gpu.buffer(8 * 64 * 4), gpu.buffer(att.state_bytes(1))
@@ -88,17 +76,7 @@ def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
 def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch):
     """Mutation: the last merge writes acc / l of MAIN alone; windowed runs agree with the whole one, but
     not with fp64 attention (the open block's positions are missing)."""
-    from bonsai.gpu import shaders
-    from bonsai.gpu.backend import KernelCache
-
-    real = shaders.load_source
-
-    def dropping(package, filename):
-        source = real(package, filename)
-        return source.replace("        if (pl == 0.0) {\n            out[", "        if (true) {\n            out[", 1) \
-            if filename == "merge_blocks.wgsl" else source
-
-    monkeypatch.setattr(shaders, "load_source", dropping)
-    monkeypatch.setattr(gpu, "_kernels", KernelCache())
+    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "        if (pl == 0.0) {\n            out[",
+                 "        if (true) {\n            out[")
     results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
     assert any(not r.ok for r in results)

@@ -12,9 +12,8 @@ import pytest
 
 import bonsai.kv.attention.driver as attention
 from bonsai.diagnostics.exactness import Case, case_data, stored, windows_for
-from bonsai.gpu import shaders
-from bonsai.gpu.backend import KernelCache
 from bonsai.kv.attention.driver import Attention
+from tests.helpers.shader_patch import patch_shader
 
 # (kv_len, window size): the residual alone; after one group, in one window and cut; two groups + 1
 CASES = [(40, 40), (70, 70), (70, 16), (70, 13), (129, 129), (129, 50)]
@@ -72,17 +71,7 @@ def test_pieces_join_the_residual_only_within_one_span(gpu):
 ])
 def test_a_wrong_residual_fold_is_caught(gpu, monkeypatch, bug):
     """Mutation: the joined fold reads the residual rows wrongly; the comparison above fails."""
-    real = shaders.load_source
-
-    def patched(package, filename):
-        source = real(package, filename)
-        if filename == "blocks.wgsl":
-            assert bug[0] in source
-            return source.replace(bug[0], bug[1])
-        return source
-
-    monkeypatch.setattr(shaders, "load_source", patched)
-    monkeypatch.setattr(gpu, "_kernels", KernelCache())  # compile afresh (the session's device caches pipelines)
+    patch_shader(monkeypatch, gpu, "blocks.wgsl", *bug)
     joined, _ = attend(gpu, 70, 70, 1, combines=True)
     apart, _ = attend(gpu, 70, 70, 1, combines=False)
     assert not np.array_equal(joined, apart)
