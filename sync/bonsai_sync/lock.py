@@ -1,46 +1,83 @@
-"""`<dest>/bonsai-sync.lock`: every copied file, its source, sha256 and kind, and the tool version (TOML)."""
+"""`<dest>/bonsai-sync.lock`: every copied file, its source, sha256 and kind, each scanned module's
+facts, the target Python, the scanner and the tool version (TOML)."""
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .errors import FatalError
 from .plan import Plan, PlannedFile
 
 LOCK_NAME = "bonsai-sync.lock"
-LOCK_FORMAT = 2
+LOCK_FORMAT = 3
 _HEADER = "# Written by bonsai-sync; do not edit. `bonsai-sync check` compares the surface with it.\n"
 
 
 def render(plan: Plan) -> str:
-    """The lock file's text for `plan` (stable: same plan, same bytes)."""
-    entries = []
+    """The lock file's text for `plan` (stable: same plan, same bytes). A module's `scan` is a TOML
+    literal string: factcodec's JSON holds no single quote, and a literal string is read fast."""
+    import tomli_w
+
+    head = {"tool": "bonsai-sync", "version": __version__, "format": LOCK_FORMAT, "surface": plan.surface,
+            "python": plan.python, "scanner": plan.scanner}
+    parts = [_HEADER, tomli_w.dumps(head)]
     for f in plan.files:
         entry: dict[str, object] = {"path": f.rel, "source": f.source, "sha256": f.sha256, "kind": f.kind}
         if f.tag:
             entry["platform"] = f.tag
         if f.executable:
             entry["executable"] = True
-        entries.append(entry)
-    body = {"tool": "bonsai-sync", "version": __version__, "format": LOCK_FORMAT, "surface": plan.surface, "file": entries}
-    import tomli_w
-
-    return _HEADER + tomli_w.dumps(body)
+        parts.append("\n[[file]]\n" + tomli_w.dumps(entry))
+        if f.scan:
+            parts.append(f"scan = '{f.scan}'\n")
+    return "".join(parts)
 
 
 def read(dest: Path) -> dict[str, PlannedFile] | None:
     """The files a lock records, by path below the dest; None when there is no lock."""
-    path = dest / LOCK_NAME
+    data = _load(dest)
+    if data is None:
+        return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
         return {
             e["path"]: PlannedFile(e["path"], e["source"], e["sha256"], e.get("kind", "module"), e.get("platform", ""),
-                                   bool(e.get("executable", False)))
+                                   bool(e.get("executable", False)), e.get("scan", ""))
             for e in data.get("file", [])
         }
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise _unreadable(dest, exc) from None
+
+
+def recorded_scans(dest: Path, scanner: str) -> dict[str, str]:
+    """`sha256:python -> encoded facts` for each module the lock records, when `scanner` wrote it;
+    {} when there is no lock or another scanner wrote it (its facts are then not to be trusted)."""
+    try:
+        data = _load(dest)
+    except FatalError:
+        return {}  # `check` reports the unreadable lock; here it simply records nothing
+    if data is None or data.get("scanner") != scanner or data.get("format") != LOCK_FORMAT:
+        return {}
+    python = data.get("python")
+    found = {}
+    for entry in data.get("file", []):
+        if isinstance(entry, dict) and isinstance(entry.get("scan"), str) and isinstance(entry.get("sha256"), str):
+            found[f"{entry['sha256']}:{python}"] = entry["scan"]
+    return found
+
+
+def _load(dest: Path) -> dict[str, Any] | None:
+    """The lock's TOML; None when there is none."""
+    path = dest / LOCK_NAME
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
-        raise FatalError(f"{path}: unreadable lock ({exc}); run `bonsai-sync sync --force` to rewrite it") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _unreadable(dest, exc) from None
+
+
+def _unreadable(dest: Path, exc: Exception) -> FatalError:
+    return FatalError(f"{dest / LOCK_NAME}: unreadable lock ({exc}); run `bonsai-sync sync --force` to rewrite it")

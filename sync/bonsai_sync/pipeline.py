@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .cache import CACHE_DIR, Store
+from .cache import CACHE_DIR, Store, scanner_id
 from .config import Config, Surface, load
 from .digest import Digest, digest_file, digest_tree
 from .facts import Facts
+from .factsource import FactSource
 from .plan import Plan
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 class Workspace:
     """One repository: its config, the digest of its source roots, and its caches."""
 
-    def __init__(self, root: Path, use_cache: bool = True, cache_root: Path | None = None) -> None:
+    def __init__(self, root: Path, use_cache: bool = True, cache_root: Path | None = None, rescan: bool = False) -> None:
         self.root = root.resolve()
         self.config: Config = load(self.root)
         self.roots = [(self.root / s).resolve() for s in self.config.source]
@@ -32,9 +33,12 @@ class Workspace:
         self._lock_texts: dict[str, str] = {}
         self._states: dict[str, SurfaceState] = {}
         self.cache_folder = (cache_root or self.root) / CACHE_DIR
-        folder = self.cache_folder if use_cache else None
+        # rescan: parse every file, trusting no facts from the cache or a lock
+        folder = self.cache_folder if use_cache and not rescan else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
+        self.facts = FactSource(self.root, lambda: self.digest, self.facts_store,
+                                [self.root / s.dest for s in self.config.surfaces], rescan)
         self._index: ModuleIndex | None = None
 
     @property
@@ -61,19 +65,8 @@ class Workspace:
         return [self.config.surface(n) for n in names] if names else list(self.config.surfaces)
 
     def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
-        """The scan facts of one source file for Python `target`, from the cache when seen before."""
-        from .scan import scan
-        from .scan.decode import decode
-
-        digest = self.digest.get(path)
-        data = None if digest else path.read_bytes()
-        key = f"{digest.sha256 if digest else hashlib.sha256(data or b'').hexdigest()}:{target[0]}.{target[1]}"
-        facts = self.facts_store.get(key)
-        if facts is None:
-            text, problem = decode(path.read_bytes() if data is None else data)
-            facts = scan(text, target) if problem is None else Facts(problems=(problem,))
-            self.facts_store.put(key, facts)
-        return facts
+        """The scan facts of one source file for Python `target` (cache, a lock's record, or a parse)."""
+        return self.facts.facts_of(path, target)
 
     def closure(self, surface: Surface) -> Closure:
         """The closure of `surface` (always built; its errors are in `.errors`)."""
@@ -84,8 +77,10 @@ class Workspace:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return closure(self.config, surface, self.index, lambda path: self.facts_of(path, surface.python))
+            return closure(self.config, surface, self.index, lambda path: self.facts.facts_of(path, surface.python),
+                           lambda path: self.facts.want(path, surface.python))
         finally:
+            self.facts.parser.close()
             if collecting:
                 gc.enable()
             self.facts_store.save()
@@ -103,7 +98,8 @@ class Workspace:
 
         found = self.closure(surface)
         found.raise_errors()
-        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of)
+        python = f"{surface.python[0]}.{surface.python[1]}"
+        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id())
         self._lock_texts[surface.name] = render(plan)
         self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
