@@ -24,7 +24,8 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
     plan = ws.plan(surface)
     rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
                   surface.compiled == "forbid", surface.python)
-    problems = verify_tree(tree, plan.dest, rules, ws.roots)
+    problems = verify_tree(tree, plan.dest, rules, ws.roots, ws.read_for_verify)
+    ws.verify_store.save()
     if problems:
         raise VerifyError(*problems)
     if verify_import:
@@ -88,7 +89,7 @@ def _write(ws: Workspace, surface: Surface, verify_import: bool) -> None:
     created = created_parents(ws.root, dest)
     tree = None
     try:
-        tree = stage(ws.root, plan, ws.lock_text(plan))
+        tree = stage(ws.root, plan, ws.lock_text(plan), ws.state(surface).kept)
         verify_output(ws, surface, tree, verify_import)
         install(tree, dest)
     except BaseException:

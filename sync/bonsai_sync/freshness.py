@@ -48,6 +48,12 @@ class SurfaceState:
         return sum(1 for s in self.stale if s.action == action and not s.path.endswith("/" + LOCK_NAME))
 
     @property
+    def kept(self) -> frozenset[str]:
+        """Paths below the dest whose copy there is already what the plan says (bytes and executable bit)."""
+        stale = {s.path for s in self.stale}
+        return frozenset(f.rel for f in self.plan.files if f"{self.plan.dest}/{f.rel}" not in stale)
+
+    @property
     def refused(self) -> tuple[Stale, ...]:
         return tuple(s for s in self.stale if s.action == "refuse")
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .closure import Closure
     from .freshness import SurfaceState
     from .index import ModuleIndex
+    from .verify import Reading
 
 
 class Workspace:
@@ -37,6 +38,7 @@ class Workspace:
         folder = self.cache_folder if use_cache and not rescan else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
+        self.verify_store = Store(folder, "verify")
         self.facts = FactSource(self.root, lambda: self.digest, self.facts_store,
                                 [self.root / s.dest for s in self.config.surfaces], rescan)
         self._index: ModuleIndex | None = None
@@ -67,6 +69,18 @@ class Workspace:
     def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
         """The scan facts of one source file for Python `target` (cache, a lock's record, or a parse)."""
         return self.facts.facts_of(path, target)
+
+    def read_for_verify(self, data: bytes, package: tuple[str, ...], python: tuple[int, int]) -> Reading:
+        """`verify.read_file`, kept in the cache by content (the verifier still reads every file of the
+        tree and resolves every import in it; only an unchanged file's parse is skipped)."""
+        from .verify import read_file
+
+        key = f"{hashlib.sha256(data).hexdigest()}:{'/'.join(package)}:{python[0]}.{python[1]}"
+        found = self.verify_store.get(key)
+        if found is None:
+            found = read_file(data, package, python)
+            self.verify_store.put(key, found)
+        return found
 
     def closure(self, surface: Surface) -> Closure:
         """The closure of `surface` (always built; its errors are in `.errors`)."""

@@ -8,6 +8,7 @@ import functools
 import importlib.machinery as machinery
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -79,8 +80,29 @@ def _locate(paths: tuple[str, ...], name: str) -> tuple[str | None, tuple[str, .
     return ("namespace", tuple(portions)) if portions else (None, ())
 
 
-def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) -> list[Diagnostic]:
-    """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it."""
+# One import the verifier read: (line, col, absolute module names, lazy: in a function or under an undecided `if`)
+Site = tuple[int, int, tuple[str, ...], bool]
+# What the verifier reads of one file: its import sites, or its syntax error as (line, col, message)
+Reading = tuple[tuple[Site, ...], tuple[int, int, str] | None]
+
+
+def read_file(data: bytes, package: tuple[str, ...], python: tuple[int, int]) -> Reading:
+    """The runtime imports of a module's bytes (in `package`, for Python `python`), by `ast` alone:
+    a pure function of its arguments, so a caller may keep the answer by content."""
+    try:
+        module = ast.parse(data)
+    except (SyntaxError, ValueError) as exc:
+        line, col = (exc.lineno or 1, exc.offset or 1) if isinstance(exc, SyntaxError) else (1, 1)
+        return (), (line, col, f"syntax error: {getattr(exc, 'msg', exc)}")
+    sites = imports_of(module, list(package), python, data)
+    return tuple((node.lineno, node.col_offset + 1, tuple(names), lazy) for node, names, lazy in sites), None
+
+
+def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
+                read: Callable[[bytes, tuple[str, ...], tuple[int, int]], Reading] = read_file) -> list[Diagnostic]:
+    """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it. Every
+    file is read and every import resolved in `tree` as it is now; `read` may answer from a cache of
+    `read_file` (a file's imports depend only on its bytes, its package and the Python)."""
     problems = []
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     _locate.cache_clear()
@@ -93,14 +115,11 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) ->
             problems.append(Diagnostic(shown, 1, 1, 'a compiled module, and this surface has compiled = "forbid"'))
         if path.suffix != ".py":
             continue
-        data = path.read_bytes()
-        try:
-            module = ast.parse(data, filename=shown)
-        except (SyntaxError, ValueError) as exc:
-            line, col = (exc.lineno or 1, exc.offset or 1) if isinstance(exc, SyntaxError) else (1, 1)
-            problems.append(Diagnostic(shown, line, col, f"syntax error: {getattr(exc, 'msg', exc)}"))
+        sites, syntax = read(path.read_bytes(), rel.parent.parts, rules.python)
+        if syntax is not None:
+            problems.append(Diagnostic(shown, *syntax))
             continue
-        for node, names, lazy in imports_of(module, list(rel.parent.parts), rules.python, data):
+        for line, col, names, lazy in sites:
             for name in names:
                 top = name.split(".")[0]
                 if rules.excluded(name):
@@ -111,7 +130,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path]) ->
                 else:
                     message = _missing(name, lambda n: kind_in(tree_paths, n), lambda n: kind_in(source_paths, n))
                 if message:
-                    problems.append(Diagnostic(shown, node.lineno, node.col_offset + 1, message))
+                    problems.append(Diagnostic(shown, line, col, message))
     return problems
 
 

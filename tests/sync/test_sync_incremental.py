@@ -1,0 +1,106 @@
+"""Issue 20: a sync after an edit writes only what changed (the rest are hard links to the copy
+already in place) and re-parses only what changed, while the verifier still resolves every import
+of the new tree and a failure still leaves the surface as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+
+import bonsai_sync.plan
+import bonsai_sync.verify
+import bonsai_sync.write
+
+FILES = {
+    "src/app/main.py": "from . import a, b\n",
+    "src/app/a.py": "from . import c\n",
+    "src/app/b.py": "B = 1\n",
+    "src/app/c.py": "C = 1\n",
+}
+
+
+def _inodes(repo) -> dict[str, int]:
+    return {rel: os.stat(repo.root / "out/vendor" / rel).st_ino for rel in repo.listing("out/vendor")}
+
+
+def test_a_sync_after_an_edit_writes_only_the_changed_file(make_repo):
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    before = _inodes(repo)
+    repo.write("src/app/b.py", "B = 2\n")
+    result = repo.run("sync")
+    assert (result.exit_code, result.stdout) == (0, "app: out/vendor: wrote 1, removed 0, unchanged 4\n")
+    after = _inodes(repo)
+    assert [rel for rel in before if after[rel] != before[rel]] == ["app/b.py", "bonsai-sync.lock"]
+    assert repo.read("out/vendor/app/b.py") == "B = 2\n"
+    assert repo.run("--rescan", "check").exit_code == 0
+
+
+def test_where_hard_links_fail_every_file_is_copied(make_repo, monkeypatch):
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    before = _inodes(repo)
+    tried = []
+
+    def no_links(src, dst, **kwargs):
+        tried.append(dst)
+        raise OSError(errno.EPERM, "Operation not permitted", src)
+
+    monkeypatch.setattr(bonsai_sync.write.os, "link", no_links)
+    repo.write("src/app/b.py", "B = 2\n")
+    assert repo.run("sync").exit_code == 0
+    assert len(tried) == 1  # the first refusal says this file system links nothing
+    after = _inodes(repo)
+    assert all(after[rel] != before[rel] for rel in before)
+    assert repo.read("out/vendor/app/a.py") == "from . import c\n"
+    assert repo.run("--rescan", "check").exit_code == 0
+
+
+def _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch) -> bool:
+    """Edit b.py, and inject a planner bug that drops c.py, which only the unchanged a.py imports:
+    True when the sync is refused naming a.py and the surface stays as it was."""
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    before = {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")}
+    repo.write("src/app/b.py", "B = 2\n")
+    real = bonsai_sync.plan.make_plan
+
+    def wrong_plan(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        return dataclasses.replace(plan, files=tuple(f for f in plan.files if f.rel != "app/c.py"))
+
+    monkeypatch.setattr(bonsai_sync.plan, "make_plan", wrong_plan)
+    result = repo.run("sync")
+    if result.exit_code == 0:
+        return False
+    assert (result.exit_code, result.stderr) == (
+        3, "out/vendor/app/a.py:1:1: imports 'app.c', which was not copied into the surface\n")
+    assert {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")} == before
+    assert repo.listing("out") == ["vendor/" + rel for rel in sorted(before)]
+    return True
+
+
+def test_the_verifier_resolves_the_imports_of_unchanged_files_in_the_new_tree(make_repo, monkeypatch):
+    assert _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
+
+
+def test_a_verifier_that_checks_only_written_files_would_be_caught(make_repo, monkeypatch):
+    real = bonsai_sync.verify.walk_files
+    written_only = lambda top: (p for p in real(top) if os.stat(p).st_nlink == 1)  # noqa: E731 (links are the kept files)
+    monkeypatch.setattr(bonsai_sync.verify, "walk_files", written_only)
+    assert not _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
+
+
+def test_the_verifier_parses_only_files_it_has_not_read_before(make_repo, monkeypatch):
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    read = []
+    real = bonsai_sync.verify.read_file
+    monkeypatch.setattr(bonsai_sync.verify, "read_file", lambda data, *a: read.append(data) or real(data, *a))
+    repo.write("src/app/b.py", "B = 2\n")
+    assert repo.run("sync").exit_code == 0
+    assert read == [b"B = 2\n"]
+    repo.write("src/app/b.py", "B = 3\n")
+    assert repo.run("--no-cache", "sync").exit_code == 0  # no cache: every file is read again
+    assert len(read) == 1 + 5
