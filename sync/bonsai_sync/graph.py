@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -50,9 +51,16 @@ class GraphBuilder:
         # imports of names the scanner cannot read (`hidden-imports` answer them)
         self.dynamic: list[tuple[ModuleInfo, DynamicSite]] = []
         self._queue: deque[ModuleInfo] = deque()
+        self._shown: dict[Path, str] = {}
+        self._excluded_by: dict[str, str | None] = {}
 
     def where(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() if self.root in path.parents else str(path)
+        """`path` as messages show it: relative to the repo root when below it."""
+        shown = self._shown.get(path)
+        if shown is None:
+            text, top = str(path), str(self.root) + os.sep
+            shown = self._shown[path] = Path(text[len(top):]).as_posix() if text.startswith(top) else text
+        return shown
 
     def add_root(self, info: ModuleInfo, reason: str) -> None:
         self._add_module(info)
@@ -69,13 +77,12 @@ class GraphBuilder:
 
     def excluded(self, name: str) -> str | None:
         """The `exclude` pattern that leaves `name` (or a package above it) out, if any."""
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            for pattern in self.surface.exclude:
-                if fnmatchcase(prefix, pattern):
-                    return pattern
-        return None
+        if name not in self._excluded_by:
+            parts = name.split(".")
+            prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+            self._excluded_by[name] = next((p for prefix in prefixes for p in self.surface.exclude
+                                            if fnmatchcase(prefix, p)), None)
+        return self._excluded_by[name]
 
     def _add_module(self, info: ModuleInfo) -> None:
         chain = [info]

@@ -38,7 +38,22 @@ def render(plan: Plan) -> str:
 
 def read(dest: Path) -> dict[str, PlannedFile] | None:
     """The files a lock records, by path below the dest; None when there is no lock."""
-    data = _load(dest)
+    return files_of(dest, load(dest))
+
+
+def load(dest: Path) -> dict[str, Any] | None:
+    """The dest's lock as parsed TOML; None when there is none (an unreadable one is a FatalError)."""
+    path = dest / LOCK_NAME
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _unreadable(dest, exc) from None
+
+
+def files_of(dest: Path, data: dict[str, Any] | None) -> dict[str, PlannedFile] | None:
+    """The files parsed lock `data` records, by path below the dest; None for no lock."""
     if data is None:
         return None
     try:
@@ -51,13 +66,9 @@ def read(dest: Path) -> dict[str, PlannedFile] | None:
         raise _unreadable(dest, exc) from None
 
 
-def recorded_scans(dest: Path, scanner: str) -> dict[str, str]:
-    """`sha256:python -> encoded facts` for each module the lock records, when `scanner` wrote it;
-    {} when there is no lock or another scanner wrote it (its facts are then not to be trusted)."""
-    try:
-        data = _load(dest)
-    except FatalError:
-        return {}  # `check` reports the unreadable lock; here it simply records nothing
+def recorded_scans(data: dict[str, Any] | None, scanner: str) -> dict[str, str]:
+    """`sha256:python -> encoded facts` for each module parsed lock `data` records, when `scanner`
+    wrote it; {} when there is no lock or another scanner wrote it (its facts are not to be trusted)."""
     if data is None or data.get("scanner") != scanner or data.get("format") != LOCK_FORMAT:
         return {}
     python = data.get("python")
@@ -66,17 +77,6 @@ def recorded_scans(dest: Path, scanner: str) -> dict[str, str]:
         if isinstance(entry, dict) and isinstance(entry.get("scan"), str) and isinstance(entry.get("sha256"), str):
             found[f"{entry['sha256']}:{python}"] = entry["scan"]
     return found
-
-
-def _load(dest: Path) -> dict[str, Any] | None:
-    """The lock's TOML; None when there is none."""
-    path = dest / LOCK_NAME
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise _unreadable(dest, exc) from None
 
 
 def _unreadable(dest: Path, exc: Exception) -> FatalError:

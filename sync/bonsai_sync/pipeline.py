@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .cache import CACHE_DIR, Store, scanner_id
@@ -39,8 +39,9 @@ class Workspace:
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
         self.verify_store = Store(folder, "verify")
+        self._locks: dict[Path, dict[str, Any] | None] = {}
         self.facts = FactSource(self.root, lambda: self.digest, self.facts_store,
-                                [self.root / s.dest for s in self.config.surfaces], rescan)
+                                [self.root / s.dest for s in self.config.surfaces], self.lock_data, rescan)
         self._index: ModuleIndex | None = None
 
     @property
@@ -65,6 +66,20 @@ class Workspace:
     def surfaces(self, names: tuple[str, ...]) -> list[Surface]:
         """The named surfaces (all of them when none are named)."""
         return [self.config.surface(n) for n in names] if names else list(self.config.surfaces)
+
+    def lock_data(self, dest: Path) -> dict[str, Any] | None:
+        """A dest's lock as parsed TOML, read once per run (until `wrote` says it changed)."""
+        if dest not in self._locks:
+            from .lock import load
+
+            self._locks[dest] = load(dest)
+        return self._locks[dest]
+
+    def wrote(self, dest: Path) -> None:
+        """`sync` replaced `dest` (and its lock)."""
+        self._locks.pop(dest, None)
+        self.facts.wrote_lock(dest)
+        self.facts_store.save()
 
     def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
         """The scan facts of one source file for Python `target` (cache, a lock's record, or a parse)."""
@@ -135,7 +150,10 @@ class Workspace:
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
-            self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest))
+            from .lock import files_of
+
+            self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
+                                                       lambda path: files_of(path, self.lock_data(path)))
         return self._states[surface.name]
 
     def _plan_key(self, surface: Surface) -> str:

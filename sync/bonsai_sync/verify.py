@@ -55,9 +55,13 @@ def first_party_names(roots: list[Path]) -> set[str]:
 
 
 def find(paths: tuple[str, ...], name: str) -> str | None:
-    """How `name` imports from `paths` alone, by CPython's FileFinder without caches:
+    """How `name` imports from `paths` alone, by CPython's FileFinder (not sys.path's caches):
     "regular" (a module or a package with __init__.py), "namespace", or None (it does not)."""
     return _locate(paths, name)[0]
+
+
+# one FileFinder per directory for one verify_tree call (each lists its directory once)
+_finders: dict[str, machinery.FileFinder] = {}
 
 
 @functools.cache
@@ -72,7 +76,10 @@ def _locate(paths: tuple[str, ...], name: str) -> tuple[str | None, tuple[str, .
         search = paths
     portions: list[str] = []
     for place in search:
-        spec = machinery.FileFinder(place, *_LOADERS).find_spec(name)
+        finder = _finders.get(place)
+        if finder is None:
+            finder = _finders[place] = machinery.FileFinder(place, *_LOADERS)
+        spec = finder.find_spec(name)
         if spec is not None and spec.loader is not None:
             return "regular", tuple(spec.submodule_search_locations or ())
         if spec is not None:
@@ -106,6 +113,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
     problems = []
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     _locate.cache_clear()
+    _finders.clear()
     kind_in = find
     tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
     for path in walk_files(tree):
