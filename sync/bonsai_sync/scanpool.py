@@ -30,19 +30,12 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-def scan_bytes(data: bytes, target: tuple[int, int]) -> Facts:
-    """The facts of one source file's bytes for Python `target` (undecodable bytes are a Problem)."""
-    from .scan import scan
-    from .scan.decode import decode
-
-    text, problem = decode(data)
-    return scan(text, target) if problem is None else Facts(problems=(problem,))
-
-
 def scan_file(path: str, target: tuple[int, int]) -> tuple[str, Facts]:
     """(sha256 of the bytes read, their facts): one parse, in a worker or inline."""
+    from . import scan  # the package, not its function: a test may swap `scan.scan`
+
     data = Path(path).read_bytes()
-    return sha256(data).hexdigest(), scan_bytes(data, target)
+    return sha256(data).hexdigest(), scan.scan_bytes(data, target)
 
 
 def _worker_setup() -> None:
