@@ -85,8 +85,8 @@ def _edit(root: Path, edit: tuple) -> None:
         path.unlink()
 
 
-def _closure(root: Path, rescan: bool):
-    ws = Workspace(root, use_cache=False, rescan=rescan)
+def _closure(root: Path, rescan: bool, use_cache: bool = False):
+    ws = Workspace(root, use_cache=use_cache, rescan=rescan)
     found = ws.closure(ws.config.surface("app"))
     nodes = sorted((n, dict(d)) for n, d in found.graph.nodes(data=True))
     edges = sorted(((a, b), d) for a, b, d in found.graph.edges(data=True))
@@ -105,16 +105,17 @@ def _same_verdict_and_closure(files: dict[str, str], edits: list[tuple]) -> None
         for rel, text in {**files, "pyproject.toml": CONFIG}.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
-        synced = CliRunner().invoke(main, ["--root", str(root), "--no-cache", "sync"], catch_exceptions=False)
+        synced = CliRunner().invoke(main, ["--root", str(root), "sync"], catch_exceptions=False)
         assert synced.exit_code == 0, synced.output
         for edit in edits:
             _edit(root, edit)
-        fast, fast_found, fast_nodes, fast_edges = _closure(root, rescan=False)
         _, full_found, full_nodes, full_edges = _closure(root, rescan=True)
-        assert fast_found.errors == full_found.errors
-        assert fast_nodes == full_nodes
-        assert fast_edges == full_edges
-        assert _check(root, "--no-cache") == _check(root, "--rescan")
+        _, cached_found, cached_nodes, cached_edges = _closure(root, rescan=False, use_cache=True)
+        fast, fast_found, fast_nodes, fast_edges = _closure(root, rescan=False)
+        assert fast_found.errors == cached_found.errors == full_found.errors
+        assert fast_nodes == cached_nodes == full_nodes
+        assert fast_edges == cached_edges == full_edges
+        assert _check(root, "--no-cache") == _check(root) == _check(root, "--rescan")
         # and the fast path parsed exactly the files whose bytes the lock does not record
         target = fast.config.surface("app").python
         scanned = [d["path"] for _, d in fast_nodes if "facts" in d]
