@@ -25,15 +25,24 @@ def render(plan: Plan) -> str:
             "python": plan.python, "scanner": plan.scanner}
     parts = [_HEADER, tomli_w.dumps(head)]
     for f in plan.files:
-        entry: dict[str, object] = {"path": f.rel, "source": f.source, "sha256": f.sha256, "kind": f.kind}
+        parts.append(f"\n[[file]]\npath = {_quoted(f.rel)}\nsource = {_quoted(f.source)}\nsha256 = {_quoted(f.sha256)}\n"
+                     f"kind = {_quoted(f.kind)}\n")
         if f.tag:
-            entry["platform"] = f.tag
+            parts.append(f"platform = {_quoted(f.tag)}\n")
         if f.executable:
-            entry["executable"] = True
-        parts.append("\n[[file]]\n" + tomli_w.dumps(entry))
+            parts.append("executable = true\n")
         if f.scan:
             parts.append(f"scan = '{f.scan}'\n")
     return "".join(parts)
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string, as tomli-w writes it (quoted as is when nothing needs escaping)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    import tomli_w
+
+    return tomli_w.dumps({"k": text})[4:-1]
 
 
 def read(dest: Path) -> dict[str, PlannedFile] | None:

@@ -13,7 +13,7 @@ from .config import Config, Surface, load
 from .digest import Digest, digest_file, digest_tree
 from .facts import Facts
 from .factsource import FactSource
-from .plan import Plan
+from .plan import Plan, PlannedFile
 
 if TYPE_CHECKING:
     from .closure import Closure
@@ -33,6 +33,8 @@ class Workspace:
         self._digest: dict[Path, Digest] | None = None
         self._lock_texts: dict[str, str] = {}
         self._states: dict[str, SurfaceState] = {}
+        # per surface, the plan (and lock text) the cache held before this run replaced it
+        self._previous: dict[str, tuple[Plan, str]] = {}
         self.cache_folder = (cache_root or self.root) / CACHE_DIR
         # rescan: parse every file, trusting no facts from the cache or a lock
         folder = self.cache_folder if use_cache and not rescan else None
@@ -122,6 +124,8 @@ class Workspace:
         if cached is not None and cached[0] == key:
             self._lock_texts[surface.name] = cached[2]
             return cached[1]
+        if cached is not None:
+            self._previous[surface.name] = (cached[1], cached[2])
         from .lock import render
         from .plan import make_plan
 
@@ -150,11 +154,23 @@ class Workspace:
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
-            from .lock import files_of
-
             self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
-                                                       lambda path: files_of(path, self.lock_data(path)))
+                                                       lambda path: self._locked_files(surface, path))
         return self._states[surface.name]
+
+    def _locked_files(self, surface: Surface, dest: Path) -> dict[str, PlannedFile] | None:
+        """The files the dest's lock records: the previous plan's when the lock is exactly the text
+        it rendered (render is lossless, so parsing would give the same), else parsed."""
+        from .lock import LOCK_NAME, files_of
+
+        previous = self._previous.get(surface.name)
+        if previous is not None:
+            try:
+                if (dest / LOCK_NAME).read_text(encoding="utf-8") == previous[1]:
+                    return previous[0].by_rel()
+            except (OSError, UnicodeDecodeError):
+                pass
+        return files_of(dest, self.lock_data(dest))
 
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())

@@ -116,6 +116,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
     _finders.clear()
     kind_in = find
     tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
+    excluded = functools.cache(rules.excluded)
     for path in walk_files(tree):
         rel = path.relative_to(tree)
         shown = f"{shown_as}/{rel.as_posix()}"
@@ -130,7 +131,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
         for line, col, names, lazy in sites:
             for name in names:
                 top = name.split(".")[0]
-                if rules.excluded(name):
+                if excluded(name):
                     message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
                 elif top in rules.third_party or top not in rules.first_party:
                     ok = top in rules.third_party or top in allowed

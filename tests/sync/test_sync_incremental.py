@@ -104,3 +104,34 @@ def test_the_verifier_parses_only_files_it_has_not_read_before(make_repo, monkey
     repo.write("src/app/b.py", "B = 3\n")
     assert repo.run("--no-cache", "sync").exit_code == 0  # no cache: every file is read again
     assert len(read) == 1 + 5
+
+
+def _dry_run_after_an_edit_and_a_hand_edit(make_repo, monkeypatch) -> tuple[str, int]:
+    """b.py changes upstream while a.py's copy is edited by hand: what `sync --dry-run` says, and
+    how many times the lock had to be parsed to tell the two apart."""
+    import bonsai_sync.lock
+
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    repo.write("src/app/b.py", "B = 2\n")
+    repo.write("out/vendor/app/a.py", "# edited by hand\n")
+    parsed = []
+    real = bonsai_sync.lock.load
+    monkeypatch.setattr(bonsai_sync.lock, "load", lambda dest: parsed.append(dest) or real(dest))
+    return repo.run("sync", "--dry-run").stdout, len(parsed)
+
+
+DRY_RUN = ("out/vendor/app/a.py: would refuse (edited by hand in the surface (differs from bonsai-sync.lock))\n"
+           "out/vendor/app/b.py: would write (changed upstream)\n"
+           "app: out/vendor: would write 1, would remove 0, would refuse 1, unchanged 3\n")
+
+
+def test_the_last_plan_tells_a_hand_edit_from_an_upstream_change_without_parsing_the_lock(make_repo, monkeypatch):
+    assert _dry_run_after_an_edit_and_a_hand_edit(make_repo, monkeypatch) == (DRY_RUN, 0)
+
+
+def test_reading_the_new_plan_as_the_lock_would_be_caught(make_repo, monkeypatch):
+    from bonsai_sync.pipeline import Workspace
+
+    monkeypatch.setattr(Workspace, "_locked_files", lambda self, surface, dest: self.plan(surface).by_rel())
+    assert _dry_run_after_an_edit_and_a_hand_edit(make_repo, monkeypatch)[0] != DRY_RUN

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from pathlib import Path
 
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,8 @@ import bonsai_sync.factcodec as codec
 import bonsai_sync.scan
 from bonsai_sync.cache import scanner_id
 from bonsai_sync.facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
+from bonsai_sync.lock import files_of, recorded_scans, render
+from bonsai_sync.plan import Plan, PlannedFile
 from bonsai_sync.scan import scan
 
 NAME = st.lists(st.sampled_from(["app", "b_c", "X1", "_p", "ünï"]), min_size=1, max_size=3).map(".".join)
@@ -124,3 +127,15 @@ def test_a_damaged_record_is_parsed_again_and_the_lock_is_out_of_date(scenario, 
     assert repo.run("--no-cache", "sync").exit_code == 0
     assert json.loads(next(e for e in _lock(repo)["file"] if e["path"] == "app/helper.py")["scan"]) is not None
     assert repo.run("--no-cache", "check").exit_code == 0
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=8), st.text(max_size=8), st.booleans(), FACTS), max_size=3))
+def test_the_lock_reads_back_what_it_recorded(rows):
+    files = tuple(PlannedFile(f"{i}{rel}", source, f"{i:064x}", "module", "", executable, codec.encode(facts))
+                  for i, (rel, source, executable, facts) in enumerate(rows))
+    plan = Plan("s", "out", files, python="3.11", scanner="2-x")
+    data = tomllib.loads(render(plan))
+    assert files_of(Path("out"), data) == {f.rel: f for f in files}
+    assert recorded_scans(data, "2-x") == {f"{f.sha256}:3.11": f.scan for f in files}
+    assert recorded_scans(data, "2-y") == {}
