@@ -100,30 +100,30 @@ def bench_gpu(a, ids):
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
-    if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.VARIANTS)
+    if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
     engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups
     engine.reset()
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
-    engine.prefill(pf_ids, want="token")  # warm-up at this length (parameter buffers), then timed
+    engine.prefill_argmax(pf_ids)  # warm-up at this length (parameter buffers), then timed
     engine.reset()
     t0 = time.perf_counter()
-    engine.prefill(pf_ids, want="token")
+    engine.prefill_argmax(pf_ids)
     prefill_s = time.perf_counter() - t0
     engine.reset()
     q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
     passes = count_passes(engine.gpu)
     if hasattr(engine.gpu, "_read_after_recorded"):
         count_reads(engine.gpu, q)
-    engine.prefill(ids, want="token")
+    engine.prefill_argmax(ids)
     tok = engine.model.read_token()
     probes = [dispatch_cost_us(engine.gpu) for _ in range(5)]  # the machine is shared: several probes,
     d0, s0, w0, r0, p0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads, passes[0]
     replays0 = engine.model.replays
     t0 = time.perf_counter()
     for _ in range(a.new_tokens):
-        tok = engine._step([tok], all_logits=False, want="token")
+        tok = engine._step([tok], argmax=True)
     decode_s = time.perf_counter() - t0
     n = a.new_tokens
     disp = (engine.gpu.dispatch_count - d0) / n

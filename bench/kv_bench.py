@@ -1,4 +1,4 @@
-"""KV benchmark: attention throughput per cache mode (every `bonsai.kv.modes` mode by default,
+"""KV benchmark: attention throughput per cache mode (every `bonsai.kv.format.modes` mode by default,
 resident vs streamed windows) and host->GPU window upload bandwidth (queue.write_buffer vs a ring of
 mapped staging buffers), side by side.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.gpu.device import Gpu
-from bonsai.kv import attention
-from bonsai.kv.modes import MODES
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
+from bonsai.kv.attention import driver as attention
+from bonsai.kv.format.modes import MODES
 
 PLACEMENTS = ("resident", "streamed")
 

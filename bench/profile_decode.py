@@ -12,9 +12,9 @@ import statistics
 import time
 
 from bonsai.engine.native import load_engine
-from bonsai.kv.attention import Attention
-from bonsai.kv.scatter import Scatter
-from bonsai.kv.store import Store
+from bonsai.kv.attention.driver import Attention
+from bonsai.kv.store.scatter import Scatter
+from bonsai.kv.store.store import Store
 from bonsai.ops import matmul, rmsnorm, rope
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
@@ -53,12 +53,12 @@ def main() -> None:
     a = p.parse_args()
     engine = load_engine(a.model, kv=a.kv, progress=False, max_positions=a.context + 3 * a.tokens + 32)
     ids = (engine.tokenizer.encode(PROMPT) * (a.context // 8 + 1))[: a.context]
-    tok = engine.prefill(ids, want="token")
+    tok = engine.prefill_argmax(ids)
     for _ in range(8):  # warm: pipelines, bind groups, parameter buffers
-        tok = engine._step([tok], all_logits=False, want="token")
+        tok = engine._step([tok], argmax=True)
     t0 = time.perf_counter()
     for _ in range(a.tokens):
-        tok = engine._step([tok], all_logits=False, want="token")
+        tok = engine._step([tok], argmax=True)
     plain = (time.perf_counter() - t0) / a.tokens
     recording = reading = 0.0  # the same step body, phases timed (no profiler)
     dispatches = engine.gpu.dispatch_count
@@ -90,7 +90,7 @@ def main() -> None:
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(a.tokens):
-        tok = engine._step([tok], all_logits=False, want="token")
+        tok = engine._step([tok], argmax=True)
     prof.disable()
     print(f"{engine.gpu.description}: {plain * 1e3:.2f} ms per decode token unprofiled "
           f"({1 / plain:.1f} tok/s) at context {a.context}; profile of {a.tokens} more steps:")

@@ -15,9 +15,9 @@ from pathlib import Path
 from bonsai.gguf import GGUFReader
 from bonsai.models import default_model_path
 from bonsai.tokenizer import Tokenizer
-from bonsai.tools import builtin_registry
-from bonsai.tools.constrain import ToolCallConstraint, vocabulary
-from bonsai.tools.trie import TokenTrie
+from bonsai.toolcall import builtin_registry
+from bonsai.toolcall.constrain import ToolCallConstraint, vocabulary
+from bonsai.toolcall.trie import TokenTrie
 
 RESPONSE = (
     "I will use the calculator.\n<tool_call>\n"

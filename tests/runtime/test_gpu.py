@@ -120,8 +120,17 @@ def test_an_include_cycle_is_an_error(tmp_path, monkeypatch):
     pkg = _package_with(tmp_path, monkeypatch, {
         "a.wgsl": '//#include "b.wgsl"\n', "b.wgsl": '//#include "a.wgsl"\n',
     })
-    with pytest.raises(ShaderError, match=r"include cycle \(a.wgsl -> b.wgsl -> a.wgsl\)"):
+    with pytest.raises(ShaderError, match=rf"include cycle \({pkg}/a.wgsl -> {pkg}/b.wgsl -> {pkg}/a.wgsl\)"):
         shaders.load_source(pkg, "a.wgsl")
+
+
+def test_an_include_path_is_relative_to_the_including_package(tmp_path, monkeypatch):
+    pkg = _package_with(tmp_path, monkeypatch, {"main.wgsl": '//#include "sub/part.wgsl"\n'})
+    (tmp_path / pkg / "sub").mkdir()
+    (tmp_path / pkg / "sub" / "__init__.py").write_text("")
+    (tmp_path / pkg / "sub" / "part.wgsl").write_text('//#include "../leaf.wgsl"\n')
+    (tmp_path / pkg / "leaf.wgsl").write_text("const LEAF = 1;\n")
+    assert shaders.load_source(pkg, "main.wgsl") == "const LEAF = 1;\n"
 
 
 def test_a_tape_replays_its_dispatches_and_refuses_a_tape_with_a_write_inside(gpu):

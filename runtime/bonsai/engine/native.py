@@ -1,4 +1,4 @@
-"""The native wiring: open a GGUF file on the wgpu-py `Gpu` with the numpy-host KV cache."""
+"""The native wiring: open a GGUF file on the wgpu-py `Gpu`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.device import Gpu
-from ..kv.numpy_host import NumpyKVCache
 from ..models import resolve_model
 from .engine import Engine
 
@@ -16,9 +15,8 @@ from .engine import Engine
 def load_engine(path: str | Path | None = None, *, gpu: Any = None, **options: Any) -> Engine:
     """Open `path` (None: the default model), check it, upload it; options as in `Engine.__init__`.
 
-    `gpu` defaults to a new native device; `cache_factory` to `NumpyKVCache` (same constructor as KVCache).
+    `gpu` defaults to a new native device.
     """
     reader = GGUFReader(resolve_model(path))
     cfg = ModelConfig.from_gguf(reader)
-    options.setdefault("cache_factory", NumpyKVCache)
     return Engine(reader, cfg, gpu or Gpu.create(), **options)

@@ -9,8 +9,8 @@ from ..config import ModelConfig, check_tensors, layer_tensor_names
 from ..gguf import GGUFReader
 from ..ops.matmul import QMatrix, interleave_rows, upload_matrix
 from ..ops.qtypes import qtype
+from .norms import f32_bytes
 from .progress import Progress
-from .vectors import f32_bytes
 
 
 @dataclass

@@ -40,6 +40,32 @@ class KernelCache:
         return kernel
 
 
+TEXTURE_ROW_WORDS = 4096  # u32 words per row of a word texture: 1024 rgba32uint texels, 16 KiB
+TEXTURE_ROW_BYTES = TEXTURE_ROW_WORDS * 4
+
+
+@dataclass(eq=False)
+class WordTexture:
+    """u32 words in an rgba32uint 2D texture, row-major: word i is component i % 4 of texel i // 4, texel j
+    at (j % 1024, j // 1024). Kernels read it with textureLoad: on CPU adapters (lavapipe) a texel fetch
+    costs a fraction of a storage-buffer load (bench/NOTES.md), so the hot data of matmul and attention
+    is read this way there."""
+
+    texture: Any = field(repr=False)
+    view: Any = field(repr=False)
+    rows: int
+    size: int = 0  # not a storage binding: `Limits.check_bindings` sees 0 bytes
+
+    @property
+    def words(self) -> int:
+        return self.rows * TEXTURE_ROW_WORDS
+
+
+def texture_rows(words: int) -> int:
+    """Rows of a word texture holding `words` u32 words."""
+    return max(1, -(-words // TEXTURE_ROW_WORDS))
+
+
 class GpuValidationError(BonsaiError):
     """The GPU rejected recorded work (WebGPU validation); the message is the driver's, with the label."""
 
@@ -56,15 +82,34 @@ class GpuBackend(Protocol):
     @property
     def max_binding_bytes(self) -> int: ...
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        ...
+
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any: ...
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any: ...
 
     def write(self, buf: Any, data: Any, offset: int = 0) -> None: ...
 
+    def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """`write` for large blocks (the native backend fills mapped staging buffers from threads)."""
+        ...
+
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes: ...
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...
+
+    # word textures (`WordTexture`): what CPU adapters read matmul and attention data through
+    def word_texture(self, words: int) -> WordTexture: ...
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None: ...
+
+    def copy_to_texture(self, buf: Any, tex: WordTexture, nbytes: int, offset: int = 0) -> None:
+        """Record: bytes [offset, offset + nbytes) of `buf` -> the same words of `tex` (row-aligned offset,
+        nbytes a multiple of 16; taped like a dispatch)."""
+        ...
 
     def wait(self) -> None: ...
 
@@ -77,6 +122,24 @@ class GpuBackend(Protocol):
     def flush(self) -> None: ...
 
     def is_lost(self) -> bool: ...
+
+    # taping: record a step's dispatches once, replay them while the step's shape holds
+    def start_tape(self) -> None: ...
+
+    def stop_tape(self) -> list[Any] | None: ...
+
+    def replay(self, tape: list[Any]) -> None: ...
+
+    # host pages: host RAM the GPU copies from (window streaming with no host copy); where a backend
+    # has none (`has_host_pages` False) the others are never called
+    @property
+    def has_host_pages(self) -> bool: ...
+
+    def host_page(self, nbytes: int) -> Any: ...
+
+    def fill_page(self, page: Any, data: Any, offset: int = 0) -> None: ...
+
+    def stream(self, page: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...
 
 
 def round_up(n: int, multiple: int) -> int:

@@ -16,9 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
-from . import shaders
-from .backend import GpuValidationError, Kernel, KernelCache, round_up
+from .backend import (
+    TEXTURE_ROW_BYTES,
+    TEXTURE_ROW_WORDS,
+    GpuValidationError,
+    WordTexture,
+    round_up,
+    texture_rows,
+)
 from .limits import browser_limits
+from .recorder import Recorder
 
 # Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
 _WANTED_LIMITS = (
@@ -29,6 +36,7 @@ _WANTED_LIMITS = (
     "maxComputeInvocationsPerWorkgroup",
     "maxComputeWorkgroupSizeX",
     "maxComputeWorkgroupsPerDimension",
+    "maxTextureDimension2D",
 )
 
 
@@ -42,22 +50,17 @@ def _ffi() -> tuple[Any, Any, Any, Any]:
     return js, run_sync, to_js, create_proxy
 
 
-class BrowserGpu:
-    """One WebGPU device of the page, with the same caches and batching as the native `Gpu`."""
+class BrowserGpu(Recorder):
+    """One WebGPU device of the page, with the same caches, batching and taping as the native `Gpu`."""
 
     def __init__(self, device: Any, adapter: Any) -> None:
+        super().__init__()
         self._js, self._run_sync, self._to_js, self._create_proxy = _ffi()
         self.device = device
         self.adapter = Adapter(adapter)
         self.queue = device.queue
-        self._kernels = KernelCache()
-        self._bind_groups: dict[tuple, Any] = {}
-        self._encoder: Any = None
-        self._pass: Any = None
-        self._pass_ops: tuple[Any, Any, Any] = (None, None, None)
         self._errors: list[str] = []
         self.lost: str | None = None
-        self.dispatch_count = 0
         self.limits = browser_limits(device.limits)
         # JS keeps these callbacks; the proxies live as long as this object.
         self._on_lost_proxy = self._create_proxy(self._on_lost)
@@ -99,13 +102,19 @@ class BrowserGpu:
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
+        whole 16-byte texels so any prefix of it can be copied into a word texture."""
         U = self._js.GPUBufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
         self.limits.check_buffer(nbytes)
-        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 4)), "usage": usage}))
+        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 16)), "usage": usage}))
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview, array.array)."""
@@ -116,6 +125,7 @@ class BrowserGpu:
 
     def write(self, buf: Any, data: Any, offset: int = 0) -> None:
         """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
+        self._untaped()
         self.flush()
         view = memoryview(data).cast("B")
         if view.nbytes % 4:
@@ -129,8 +139,25 @@ class BrowserGpu:
             js_view.release()
             proxy.destroy()
 
+    def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """`write` (the page's queue takes large blocks as they are)."""
+        self.write(buf, data, offset)
+
+    # ---- host pages: none in the browser (WebGPU buffers cannot be mapped and copied from at once)
+    has_host_pages = False
+
+    def host_page(self, nbytes: int) -> Any:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def fill_page(self, page: Any, data: Any, offset: int = 0) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def stream(self, page: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
+        self._untaped()
         self.flush()
         size = int(buf.size) - offset if nbytes is None else nbytes
         padded = round_up(size, 4)
@@ -150,6 +177,7 @@ class BrowserGpu:
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
         """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
+        self._untaped()
         self._end_pass()
         self._open_encoder().copyBufferToBuffer(src, src_offset, dst, dst_offset, nbytes)
 
@@ -159,53 +187,67 @@ class BrowserGpu:
         self._await(self.queue.onSubmittedWorkDone(), "waiting for the GPU")
         self._raise_errors()
 
-    # ---- kernels ------------------------------------------------------------------------
-    def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
-        """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
-        cached = self._kernels.get(package, filename, entry, constants)
-        if cached is not None:
-            return cached
-        name = f"{package}/{filename}"
-        code = shaders.render(shaders.load_source(package, filename), constants, name=name)
+    # ---- the Recorder's calls on navigator.gpu ---------------------------------------------
+    def _compile(self, name: str, code: str, entry: str) -> Any:
         # An error scope keeps a bad shader's validation error here, not in a later read.
         self.device.pushErrorScope("validation")
         try:
-            pipeline, problems = self._compile(name, code, entry)
+            pipeline, problems = self._pipeline(name, code, entry)
         finally:
             scoped = self._run_sync(self.device.popErrorScope())
         if problems or not _is_null(scoped):
             raise ShaderError("\n".join(problems) or f"{name}: {scoped.message}")
-        kernel = Kernel(name, pipeline)
-        return self._kernels.put(package, filename, entry, constants, kernel)
+        return pipeline
 
-    def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
-        """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
-        if isinstance(groups, int):
-            groups = (groups,)
-        if max(groups) > self.limits.max_groups:
-            self.limits.check_groups(kernel.name, groups)
-        key = (id(kernel.pipeline), *map(id, buffers))
-        bind_group = self._bind_groups.get(key)
-        if bind_group is None:
-            self.limits.check_bindings(kernel.name, (int(b.size) for b in buffers))
-            entries = [{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)]
-            bind_group = self.device.createBindGroup(
-                self._obj({"label": kernel.name, "layout": kernel.pipeline.getBindGroupLayout(0), "entries": entries})
-            )
-            # keep the buffers alive with the bind group so ids cannot be reused while cached
-            self._bind_groups[key] = bind_group
-            self._bind_groups[(key, "refs")] = tuple(buffers)
-        if self._pass is None:
-            self._pass = self._open_encoder().beginComputePass()
-            # bound methods looked up once per pass: each JS attribute lookup costs a round trip
-            self._pass_ops = (self._pass.setPipeline, self._pass.setBindGroup, self._pass.dispatchWorkgroups)
-        set_pipeline, set_bind_group, dispatch_workgroups = self._pass_ops
-        set_pipeline(kernel.pipeline)
-        set_bind_group(0, bind_group)
-        dispatch_workgroups(*groups)
-        self.dispatch_count += 1
+    def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
+        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
+                   for i, b in enumerate(buffers)]
+        return self.device.createBindGroup(self._obj({"label": name, "layout": pipeline.getBindGroupLayout(0),
+                                                      "entries": entries}))
 
-    def _compile(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
+    def _create_encoder(self) -> Any:
+        return self.device.createCommandEncoder()
+
+    def _begin_pass(self, encoder: Any) -> Any:
+        return encoder.beginComputePass()
+
+    def _pass_ops(self, compute_pass: Any) -> tuple[Any, Any, Any]:
+        # bound methods looked up once per pass: each JS attribute lookup costs a round trip
+        return compute_pass.setPipeline, compute_pass.setBindGroup, compute_pass.dispatchWorkgroups
+
+    def _submit(self, encoder: Any) -> None:
+        self.queue.submit(self._to_js([encoder.finish()]))
+
+    def _create_texture(self, rows: int) -> WordTexture:
+        T = self._js.GPUTextureUsage
+        tex = self.device.createTexture(self._obj({"size": [TEXTURE_ROW_WORDS // 4, rows, 1], "format": "rgba32uint",
+                                                   "usage": T.TEXTURE_BINDING | T.COPY_DST}))
+        return WordTexture(tex, tex.createView(), rows)
+
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        encoder.copyBufferToTexture(
+            self._obj({"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytesPerRow": TEXTURE_ROW_BYTES,
+                       "rowsPerImage": rows}),
+            self._obj({"texture": tex.texture, "origin": [0, first_row, 0]}),
+            self._to_js([width, rows, 1]))
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None:
+        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
+        view = memoryview(data).cast("B")
+        rows = texture_rows(-(-view.nbytes // 4))
+        padded = memoryview(bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes))
+        proxy = self._create_proxy(padded)
+        js_view = proxy.getBuffer("u8")
+        try:
+            self.queue.writeTexture(self._obj({"texture": tex.texture}), js_view.data,
+                                    self._obj({"bytesPerRow": TEXTURE_ROW_BYTES, "rowsPerImage": rows}),
+                                    self._to_js([TEXTURE_ROW_WORDS // 4, rows, 1]))
+        finally:
+            js_view.release()
+            proxy.destroy()
+
+    def _pipeline(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
         """(pipeline or None, compiler errors as `name:line:col: message`)."""
         module = self.device.createShaderModule(self._obj({"label": name, "code": code}))
         info = self._await(module.getCompilationInfo(), f"compiling {name}")
@@ -218,19 +260,11 @@ class BrowserGpu:
         except Exception as exc:  # GPUPipelineError arrives as a JsException
             return None, [f"{name}: {_js_message(exc)}"]
 
-    def forget_bindings(self) -> None:
-        """Drop cached bind groups (call after freeing many buffers)."""
-        self._bind_groups.clear()
-
     def flush(self) -> None:
-        """Submit everything recorded so far."""
+        """Submit everything recorded so far (DeviceLostError once the device is gone)."""
         if self.lost is not None:
             raise DeviceLostError(f"the WebGPU device was lost ({self.lost}); create a new BrowserGpu")
-        if self._encoder is None:
-            return
-        self._end_pass()
-        self.queue.submit(self._to_js([self._encoder.finish()]))
-        self._encoder = None
+        super().flush()
 
     def is_lost(self) -> bool:
         """True once the device's `lost` promise has resolved."""
@@ -269,17 +303,6 @@ class BrowserGpu:
 
     def _on_error(self, event: Any) -> None:
         self._errors.append(str(event.error.message))
-
-    def _open_encoder(self) -> Any:
-        if self._encoder is None:
-            self._encoder = self.device.createCommandEncoder()
-        return self._encoder
-
-    def _end_pass(self) -> None:
-        if self._pass is not None:
-            self._pass.end()
-            self._pass = None
-
 
 class Adapter:
     """The JS GPUAdapter, with `info` as a dict of wgpu-py's keys: code written against the native

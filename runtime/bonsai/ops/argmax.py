@@ -13,4 +13,4 @@ def params(n: int, offset: int = 0) -> bytes:
 
 
 def dispatch(gpu: Any, x: Any, out: Any, prm: Any) -> None:
-    gpu.dispatch(gpu.kernel("bonsai.ops", "argmax.wgsl", WG=WG), [x, out, prm], 1)
+    gpu.dispatch(gpu.kernel(__package__, "argmax.wgsl", WG=WG), [x, out, prm], 1)

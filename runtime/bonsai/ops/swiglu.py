@@ -14,4 +14,4 @@ def params(t: int, f: int, x_stride: int, y_stride: int) -> bytes:
 
 def dispatch(gpu: Any, x: Any, y: Any, prm: Any, t: int, f: int) -> None:
     """Record y[t, :f] = silu(x[t, :f]) * x[t, f:2f]; `prm` holds `params(...)`."""
-    gpu.dispatch(gpu.kernel("bonsai.ops", "swiglu.wgsl", WG=WG), [x, y, prm], (-(-f // WG), t))
+    gpu.dispatch(gpu.kernel(__package__, "swiglu.wgsl", WG=WG), [x, y, prm], (-(-f // WG), t))

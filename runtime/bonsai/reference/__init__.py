@@ -17,7 +17,7 @@ qwen3 uses NEOX RoPE (pairs i, i + head_dim/2) after a per-head RMSNorm of Q and
 tied output when the file has no output.weight.
 """
 
-from .model import KVCache, KVTransform, ReferenceModel, log_probs, perplexity
+from .forward import KVCache, KVTransform, ReferenceModel, log_probs, perplexity
 from .quants import dequantize, dequantize_q1_0, dequantize_raw, quantize_q1_0
 
 __all__ = [

@@ -30,7 +30,7 @@ PYTHON_SUFFIXES = (".py", ".wgsl", ".json", ".txt")
 CLOSURE_NEEDS = {
     "bonsai/gpu/browser.py": "bonsai.gpu.browser",
     "bonsai/gguf/__init__.py": "bonsai.gguf",
-    "bonsai/kv/attention_serial.wgsl": "bonsai/kv/*.wgsl (data)",
+    "bonsai/kv/attention/serial.wgsl": "bonsai/**/*.wgsl (data)",
 }
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__"}

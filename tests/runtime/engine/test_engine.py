@@ -11,8 +11,8 @@ import pytest
 
 from bonsai.engine import Sampling
 from bonsai.engine.native import load_engine
-from bonsai.kv import quant4
-from bonsai.kv.rotate import hadamard
+from bonsai.kv.format import codec
+from bonsai.kv.format.rotate import hadamard
 from bonsai.models import default_model_path
 
 from . import reference
@@ -28,7 +28,7 @@ def engine(gpu):
 
 
 def _q4(x):
-    return quant4.decode(quant4.encode(x.astype(np.float32), "q4"), "q4").astype(np.float64)
+    return codec.roundtrip(x.astype(np.float32), "q4").astype(np.float64)
 
 
 def _q4r_roundtrip():

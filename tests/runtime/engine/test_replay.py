@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import bonsai.kv.attention as attention
+import bonsai.kv.attention.driver as attention
 from bonsai.engine.native import load_engine
 from tests.runtime.model.synthetic import write_tiny_gguf
 
@@ -16,18 +16,18 @@ STEPS = 30  # from position 6: crosses windows of 8 and blocks of 4 many times
 def _decode(engine, replay: bool):
     """Logits of every decode step from a fixed prompt, and the host master after them."""
     engine.reset()
-    for host in engine.cache._host:  # a blank master, so rows missing from it show
+    for host in engine.cache.master.layers:  # a blank master, so rows missing from it show
         host[:] = bytes(len(host))
     engine.model.replay = replay
     engine.model.replays = 0
-    engine.prefill([3, 1, 4, 1, 5, 9], want="token")
+    engine.prefill_argmax([3, 1, 4, 1, 5, 9])
     tok, logits = 2, []
     for _ in range(STEPS):
-        row = np.asarray(engine._step([tok], all_logits=False, want="logits"))[0]
+        row = np.asarray(engine._step([tok]))[0]
         logits.append(row.view(np.uint32).copy())
         tok = int(row.argmax())
     engine.cache.sync_host()
-    return np.array(logits), b"".join(bytes(h) for h in engine.cache._host), engine.model.replays
+    return np.array(logits), b"".join(bytes(h) for h in engine.cache.master.layers), engine.model.replays
 
 
 @pytest.fixture(params=["serial", "blocks"])

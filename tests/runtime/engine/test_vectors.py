@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine import vectors
-from bonsai.ops.host import dequantize
+from bonsai.engine import norms as vectors
 from bonsai.ops.qtypes import QTYPES
+from tests.helpers.ops import dequantize
 
 # f16 scales/mins at the edges: signed zeros, the smallest subnormal, the largest normal, and mixes
 # whose d * q + m spans ~40 bits (tiny d, huge m), which a second rounding would get wrong

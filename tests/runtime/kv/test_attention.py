@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from bonsai.kv.attention import Mutations, split
-from bonsai.kv.exactness import check_mutation, matrix, rel_tol, run_matrix
-from bonsai.kv.modes import MODES
+from bonsai.diagnostics.exactness import check_mutation, matrix, rel_tol, run_matrix
+from bonsai.kv.attention.driver import Mutations, split
+from bonsai.kv.format.modes import MODES
 
 MUTATIONS = [f.name for f in dataclasses.fields(Mutations)]
 

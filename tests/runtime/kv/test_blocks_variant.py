@@ -10,9 +10,9 @@ import dataclasses
 
 import pytest
 
-import bonsai.kv.attention as attention
-from bonsai.kv.attention import Mutations
-from bonsai.kv.exactness import check_mutation, matrix, run_matrix
+import bonsai.kv.attention.driver as attention
+from bonsai.diagnostics.exactness import check_mutation, matrix, run_matrix
+from bonsai.kv.attention.driver import Mutations
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +27,7 @@ def test_blocks_variant_windowed_equals_whole_bit_for_bit(gpu):
 
 
 def test_blocks_variant_every_mode(gpu):
-    from bonsai.kv.modes import MODES
+    from bonsai.kv.format.modes import MODES
 
     results = run_matrix(gpu, matrix(40, modes=tuple(MODES), prefill=3), [1, 7, 31, 33], variant="blocks")
     assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import quant4
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.kv.errors import KVError, NonFiniteKVError
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
-from bonsai.kv.reference import reference
-from bonsai.kv.rotate import hadamard
+from bonsai.kv.format import codec
+from bonsai.kv.format.rotate import hadamard
+from bonsai.reference.attention import reference
 
 N_KV, HD, N_HEADS, LAYERS = 2, 64, 6, 2
 
@@ -42,8 +42,8 @@ def test_gpu_appends_reach_the_host_master_bit_for_bit(gpu, mode):
     cache.sync_host()
     fmt = "f32" if mode == "f32" else "q4"
     assert cache.length == [0, 45]
-    assert np.array_equal(cache.host_rows(1, "k"), quant4.encode(hadamard(k) if mode == "q4r" else k, fmt))
-    assert np.array_equal(cache.host_rows(1, "v"), quant4.encode(v, fmt))
+    assert np.array_equal(cache.host_rows(1, "k"), codec.encode(hadamard(k) if mode == "q4r" else k, fmt))
+    assert np.array_equal(cache.host_rows(1, "v"), codec.encode(v, fmt))
 
 
 @pytest.mark.parametrize("mode", ["f32", "q4"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.kv import formats
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.kv.errors import KVError, NonFiniteKVError
-from bonsai.kv.formats import GROUP
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
-from bonsai.kv.reference import reference
+from bonsai.kv.format import codec as formats
+from bonsai.kv.format.codec import GROUP
+from bonsai.reference.attention import reference
 
 N_KV, HD, N_HEADS = 2, 64, 6
 
@@ -42,16 +42,16 @@ def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     cache = KVCache(gpu, 2, N_KV, HD, 96, mode=mode, window=window)
     fill(gpu, cache, 1, k, v, [1, 7, 30, 3, 40])
     cache.sync_host()
-    m = cache.m
+    m = cache.layout.mode
     assert cache.length == [0, 81]
     if m.v_residual:  # V of the newest group is f32 in the residual, the full group quantised
         assert np.array_equal(cache.host_rows(1, "v")[:64], formats.encode(v[:64], m.v))
-        assert np.array_equal(bits(cache.residual(1, "v")[1]), bits(v[64:]))
+        assert np.array_equal(bits(cache.residual_rows(1, "v")[1]), bits(v[64:]))
     else:
         assert np.array_equal(cache.host_rows(1, "v"), formats.encode(v, m.v))
     if m.grouped:
         assert np.array_equal(cache.host_rows(1, "k")[:64], formats.encode(k[:64], m.k))
-        start, res = cache.residual(1)
+        start, res = cache.residual_rows(1)
         assert start == 64 and np.array_equal(bits(res), bits(k[64:]))
     else:
         assert np.array_equal(cache.host_rows(1, "k"), formats.encode(k, m.k))
@@ -97,10 +97,10 @@ def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attent
     seen_v = cache.dequantised(0, "v")[G:r].copy()
     fill(gpu, cache, 0, k2, v2, [10], pos=r)  # overwrite r..r+9
     cache.sync_host()
-    start, res = cache.residual(0)
+    start, res = cache.residual_rows(0)
     assert start == G and np.array_equal(bits(res[:8]), bits(seen_k)) and np.array_equal(bits(res[8:18]), bits(k2[r:r + 10]))
-    if cache.m.v_residual:
-        assert np.array_equal(bits(cache.residual(0, "v")[1][:8]), bits(seen_v))
+    if cache.layout.mode.v_residual:
+        assert np.array_equal(bits(cache.residual_rows(0, "v")[1][:8]), bits(seen_v))
     q = rng.standard_normal((1, N_HEADS, HD)).astype(np.float32)
     got = attend(gpu, cache, 0, q, r + 9)
     kk = np.concatenate([cache.dequantised(0, "k")[:G], res[:18]])
@@ -108,10 +108,10 @@ def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attent
     assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
     fill(gpu, cache, 0, k2, v2, [G], pos=r + 10)  # refill group 1 and go on: quantised from the residual
     cache.sync_host()
-    want = formats.encode(np.concatenate([seen_k, k2[r: 2 * G]]), cache.m.k)
+    want = formats.encode(np.concatenate([seen_k, k2[r: 2 * G]]), cache.layout.mode.k)
     assert np.array_equal(cache.host_rows(0, "k")[G: 2 * G], want)
-    if cache.m.v_residual:
-        want_v = formats.encode(np.concatenate([seen_v, v2[r: 2 * G]]), cache.m.v)
+    if cache.layout.mode.v_residual:
+        want_v = formats.encode(np.concatenate([seen_v, v2[r: 2 * G]]), cache.layout.mode.v)
         assert np.array_equal(cache.host_rows(0, "v")[G: 2 * G], want_v)
 
 

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from bonsai.cli import main
-from bonsai.kv import attention, exactness, measure
-from bonsai.kv.measure import TooCleanError, check_not_too_clean, synthetic
+from bonsai.diagnostics import exactness, measure
+from bonsai.diagnostics.measure import TooCleanError, check_not_too_clean, synthetic
+from bonsai.kv.attention import driver as attention
 
 
 def test_verify_attention_passes_and_lists_every_mutation(gpu, monkeypatch):
@@ -65,7 +66,7 @@ def test_measure_kv4_json_has_a_row_per_mode_and_length():
 
 @pytest.mark.slow
 def test_measure_kv4_model_part_reports_kl_and_argmax_changes():
-    from bonsai.kv.measure_model import measure_model
+    from bonsai.diagnostics.measure_model import measure_model
 
     rows = measure_model(64)
     assert {r["mode"] for r in rows} == {"q4", "q4r"}
@@ -80,9 +81,9 @@ def test_measure_kv4_rejects_unknown_modes_and_lengths():
 
 
 def test_quality_table_bytes_are_the_cache_buffers_bytes(gpu):
-    from bonsai.kv.modes import MODES
-    from bonsai.kv.numpy_host import NumpyKVCache as KVCache
-    from bonsai.kv.quality import bytes_per_position
+    from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
+    from bonsai.diagnostics.quality import bytes_per_position
+    from bonsai.kv.format.modes import MODES
 
     for name, mode in MODES.items():
         cache = KVCache(gpu, 1, 3, 64, 128, mode=name, window=64)
@@ -91,7 +92,7 @@ def test_quality_table_bytes_are_the_cache_buffers_bytes(gpu):
 
 @pytest.mark.slow
 def test_quality_table_on_the_default_model():
-    from bonsai.kv.quality import measure_quality, quality_table
+    from bonsai.diagnostics.quality import measure_quality, quality_table
 
     rows = measure_quality(70, [40, 70], ["f32", "q4", "kc4av4a"])
     assert [(r["mode"], r["context"]) for r in rows] == [(m, n) for m in ("f32", "q4", "kc4av4a") for n in (40, 70)]

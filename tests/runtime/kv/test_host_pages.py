@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
 from bonsai.gpu.device import Gpu
 from bonsai.kv.cache import KVCache as PureKVCache
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
 
 
 class _WithoutPages:
@@ -25,13 +25,13 @@ class _WithoutPages:
 def test_host_pages_are_checked_once_per_device_and_refused_when_the_bits_do_not_arrive(gpu, monkeypatch):
     assert gpu.has_host_pages  # lavapipe offers mappable-primary-buffers: the round trip passed
     # pages mirror the master only where windows are streamed again and again: under a VRAM budget
-    assert KVCache(gpu, 1, 1, 64, 32, window=8, vram_budget=1 << 12)._pages == {}
-    assert KVCache(gpu, 1, 1, 64, 32, window=8)._pages is None
+    assert KVCache(gpu, 1, 1, 64, 32, window=8, vram_budget=1 << 12)._slots._pages == {}
+    assert KVCache(gpu, 1, 1, 64, 32, window=8)._slots._pages is None
     # mutation: a driver whose mapped writes never reach the GPU's copies
     monkeypatch.delattr(gpu, "_host_pages_ok")
     monkeypatch.setattr(Gpu, "fill_page", lambda self, page, data, offset=0: None)
     assert not gpu.has_host_pages
-    assert KVCache(gpu, 1, 1, 64, 32, window=8, vram_budget=1 << 12)._pages is None
+    assert KVCache(gpu, 1, 1, 64, 32, window=8, vram_budget=1 << 12)._slots._pages is None
 
 
 def test_a_page_filled_after_a_recorded_copy_does_not_change_what_that_copy_reads(gpu):
@@ -100,13 +100,15 @@ def test_decoding_through_host_pages_gives_the_resident_bits(gpu, mode):
     streamed = KVCache(gpu, 1, n_kv, hd, 32, mode=mode, window=8, vram_budget=2 * resident.slot_bytes)
     want = _decode(gpu, resident, steps, np.random.default_rng(7), n_kv, hd, heads)
     got = _decode(gpu, streamed, steps, np.random.default_rng(7), n_kv, hd, heads)
-    assert streamed.streamed_windows > len(steps) and len(streamed._pages) == 4
+    assert streamed.streamed_windows > len(steps) and len(streamed._slots._pages) == 4
     assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
 
 
 def test_a_page_not_refreshed_after_the_master_changed_is_caught(gpu, monkeypatch):
     # mutation: master writes stop marking pages stale, so a re-streamed window misses its newest rows
-    monkeypatch.setattr(KVCache, "_mark_stale", lambda self, layer, at, nbytes: None)
+    from bonsai.kv.slots import Slots
+
+    monkeypatch.setattr(Slots, "mark_stale", lambda self, layer, changed: None)
     n_kv, hd, heads = 1, 64, 2
     steps = [*range(30), *range(4, 30)]
     resident = KVCache(gpu, 1, n_kv, hd, 32, window=8)
@@ -146,7 +148,9 @@ def test_streaming_fresh_pages_copies_on_the_gpu_only_and_reuses_the_most_recent
 
 def test_evicting_the_least_recently_used_slot_instead_is_caught(gpu, monkeypatch):
     # mutation: LRU eviction streams every window on every walk
-    monkeypatch.setattr(KVCache, "_victim", lambda self: next(iter(self._resident)))
+    from bonsai.kv.slots import Slots
+
+    monkeypatch.setattr(Slots, "_victim", lambda self: next(iter(self.resident)))
     n_kv, hd, heads = 1, 64, 2
     cache = KVCache(gpu, 1, n_kv, hd, 64, window=8, vram_budget=2 * 8 * n_kv * hd * 4 * 2)
     kv = np.random.default_rng(8).standard_normal((64, n_kv, hd)).astype(np.float32)
@@ -162,7 +166,7 @@ def test_a_backend_without_host_pages_streams_the_same_bits(gpu):
     steps = [*range(20), *range(4, 20)]
     resident = PureKVCache(gpu, 1, n_kv, hd, 32, window=8)
     plain = PureKVCache(_WithoutPages(gpu), 1, n_kv, hd, 32, window=8, vram_budget=2 * resident.slot_bytes)
-    assert plain._pages is None
+    assert plain._slots._pages is None
     want = _decode(gpu, resident, steps, np.random.default_rng(9), n_kv, hd, heads)
     got = _decode(gpu, plain, steps, np.random.default_rng(9), n_kv, hd, heads)
     assert plain.streamed_windows >= 10

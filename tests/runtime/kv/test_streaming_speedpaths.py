@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bonsai.gpu.device import _StagingRing
-from bonsai.kv.numpy_host import NumpyKVCache as KVCache
+from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
+from bonsai.gpu.transfer import StagingRing as _StagingRing
 
 
 def test_write_staged_lands_the_same_bytes_through_a_reused_ring(gpu):

@@ -19,10 +19,10 @@ import gguf
 import gguf.quants
 import numpy as np
 
-from bonsai.chat_template import CHATML_TEMPLATE
 from bonsai.gguf import BLOCK_SIZES, GGMLType
 from bonsai.reference.quants import quantize_q1_0
 from bonsai.tokenizer.bytelevel import BYTE_TO_CHAR, encode_bytelevel
+from bonsai.tokenizer.chat_template import CHATML_TEMPLATE
 from bonsai.tokenizer.pretokenize import PRE_TOKENIZERS
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bonsai.chat_template import CHATML_TEMPLATE, ChatTemplate, ChatTemplateError, render_template
 from bonsai.gguf import GGUFReader
 from bonsai.models import default_model_path
 from bonsai.tokenizer import Tokenizer
+from bonsai.tokenizer.chat_template import CHATML_TEMPLATE, ChatTemplate, ChatTemplateError, render_template
 
 
 @pytest.fixture(scope="module")

@@ -168,7 +168,7 @@ def test_model_input_modules_import_no_numpy_gguf_or_regex():
     import subprocess
 
     code = (
-        "import sys, bonsai.gguf, bonsai.config, bonsai.tokenizer, bonsai.chat_template\n"
+        "import sys, bonsai.gguf, bonsai.config, bonsai.tokenizer, bonsai.tokenizer.chat_template\n"
         "bad = [m for m in ('numpy', 'gguf', 'regex') if m in sys.modules]\n"
         "assert not bad, bad"
     )

@@ -185,7 +185,7 @@ def test_naive_oracle_catches_mutations(tmp_path, flip, monkeypatch):
     ids = [5, 80, 17, 200, 3, 150]
     theirs = naive_forward(path, ids, neox=True, qk_norm=True, cfg=cfg)
     if flip == "gqa":  # query head h reads KV head h % n_kv instead of h // group
-        import bonsai.reference.model as ref_model
+        import bonsai.reference.forward as ref_model
 
         real_attention = ref_model.attention
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.ops.host import quantize_q1_0
 from bonsai.ops.qtypes import QTYPES
+from bonsai.reference.quants import quantize_q1_0
 
 
 def quantized(name: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:
@@ -26,3 +26,15 @@ def quantized(name: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:
 @pytest.fixture
 def make_quantized():
     return quantized
+
+
+@pytest.fixture(params=["buffer", "texture"])
+def both_layouts(request, monkeypatch):
+    """Run a test with each matmul kernel: the GPU one (raw blocks in a storage buffer) and the CPU one
+    (planar blocks in a word texture), whatever the adapter would pick."""
+    from functools import partial
+
+    from bonsai.ops import matmul as mm
+
+    monkeypatch.setattr(mm, "upload_matrix", partial(mm.upload_matrix, texture=request.param == "texture"))
+    return request.param

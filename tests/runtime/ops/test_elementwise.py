@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.ops import host
+from tests.helpers import ops as host
 
 RNG = np.random.default_rng(0)
 

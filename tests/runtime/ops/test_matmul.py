@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType, quants
 
-from bonsai.ops import host
 from bonsai.ops import matmul as mm
-from bonsai.ops.host import dequantize
 from bonsai.ops.qtypes import QTYPES, UnsupportedTensorType, qtype
+from tests.helpers import ops as host
+from tests.helpers.ops import dequantize
 
 from .conftest import quantized
+
+pytestmark = pytest.mark.usefixtures("both_layouts")  # every test, with each matmul kernel
 
 TYPES = ["F32", "F16", "Q4_0", "Q4_1", "Q8_0", "Q1_0"]
 
@@ -20,20 +22,23 @@ def _plus_zero(a):
     return (a + np.float32(0)).view(np.uint32)  # -0.0 -> +0.0: x*0 sums cannot keep a sign of zero
 
 
-@pytest.mark.parametrize("name", ["F16", "Q4_0", "Q4_1", "Q8_0"])
-def test_numpy_dequant_equals_gguf_quants(name):
-    raw = quantized(name, 5, 256, seed=3)
-    ours = dequantize(raw, QTYPES[name], 256)
-    theirs = quants.dequantize(raw, GGMLQuantizationType[name]).reshape(5, 256)
-    assert np.array_equal(ours.view(np.uint32), theirs.astype(np.float32).view(np.uint32))
-
-
 def test_q1_0_sign_bit_one_is_plus_scale():
     raw = np.zeros((1, 18), np.uint8)
     raw[0, :2] = np.array([0.5], np.float16).view(np.uint8)
     raw[0, 2] = 0b00000101  # weights 0 and 2 positive, LSB first
     w = dequantize(raw, QTYPES["Q1_0"], 128)[0]
     assert w[:4].tolist() == [0.5, -0.5, 0.5, -0.5] and (w[8:] == -0.5).all()
+
+
+def test_q1_0_quantises_zero_as_plus_scale():
+    """The format (llama.cpp's quantize_row_q1_0_ref) sets bit 1 for x >= 0: zeros dequantise to +d."""
+    from bonsai.reference.quants import quantize_q1_0
+
+    w = np.zeros((1, 128), np.float32)
+    w[0, :3] = [-1.0, 2.0, -3.0]
+    back = dequantize(quantize_q1_0(w), QTYPES["Q1_0"], 128)[0]
+    d = np.float32(np.float16(6.0 / 128))
+    assert back[:4].tolist() == [-d, d, -d, d] and (back[3:] == d).all()
 
 
 @pytest.mark.parametrize("name", TYPES)
@@ -104,13 +109,13 @@ def test_fused_swiglu_output_matches_separate_matmuls_then_swiglu(gpu):
     m = mm.upload_matrix(gpu, mm.interleave_rows(raw.tobytes(), f), QTYPES["Q4_1"], 2 * f, k)
     x = np.random.default_rng(3).standard_normal((3, k)).astype(np.float32)
     xb, y = gpu.upload(x), gpu.buffer(3 * f * 4)
-    mm.dispatch(gpu, m, xb, y, gpu.upload(mm.params(2 * f, k, 3, m.row_bytes, k, f)), 3, out=mm.OUT_SWIGLU)
+    mm.dispatch(gpu, m, xb, y, gpu.upload(m.params(3, k, f)), 3, out=mm.OUT_SWIGLU)
     got = np.frombuffer(gpu.read(y, 3 * f * 4), np.float32).reshape(3, f)
     want = host.swiglu_reference(host.matmul_reference(raw, QTYPES["Q4_1"], 2 * f, k, x))
     assert np.all(np.abs(got - want) <= 1e-4 * np.abs(want).max())
     # mutation: without the interleave, pairs are (gate_2i, gate_2i+1): detected
     bad = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], 2 * f, k)
-    mm.dispatch(gpu, bad, xb, y, gpu.upload(mm.params(2 * f, k, 3, m.row_bytes, k, f)), 3, out=mm.OUT_SWIGLU)
+    mm.dispatch(gpu, bad, xb, y, gpu.upload(m.params(3, k, f)), 3, out=mm.OUT_SWIGLU)
     assert not np.allclose(np.frombuffer(gpu.read(y, 3 * f * 4), np.float32).reshape(3, f), want, atol=1e-2)
 
 
@@ -122,7 +127,7 @@ def test_split_output_is_bit_identical_to_one_plain_matmul(gpu, t):
     x = np.random.default_rng(4).standard_normal((t, k)).astype(np.float32)
     plain = host.matmul_run(gpu, m, x)
     ys = [gpu.buffer(t * n * 4) for n in (n1, n2, n3)]
-    prm = gpu.upload(mm.params(m.rows, k, t, m.row_bytes, k, 0, n1=n1, n2=n2))
+    prm = gpu.upload(m.params(t, k, 0, n1=n1, n2=n2))
     mm.dispatch(gpu, m, gpu.upload(x), ys[0], prm, t, out=mm.OUT_SPLIT, y2=ys[1], y3=ys[2])
     parts = [np.frombuffer(gpu.read(b, t * n * 4), np.float32).reshape(t, n) for b, n in zip(ys, (n1, n2, n3), strict=True)]
     assert np.array_equal(np.concatenate(parts, axis=1).view(np.uint32), plain.view(np.uint32))

@@ -11,11 +11,11 @@ import pytest
 
 from bonsai.gpu import shaders
 from bonsai.gpu.device import Kernel
-from bonsai.ops import host
 from bonsai.ops import matmul as mm
 from bonsai.ops import rope as rp
-from bonsai.ops.host import dequantize
 from bonsai.ops.qtypes import QTYPES
+from tests.helpers import ops as host
+from tests.helpers.ops import dequantize
 
 from .conftest import quantized
 
@@ -29,19 +29,19 @@ def _compile(gpu, filename, old, new, entry="main", **constants):
     return Kernel(f"mutant:{filename}", pipe)
 
 
-def _dequant_exact(gpu, name, cols=128):
+def _dequant_exact(gpu, name, cols=128, texture=False):
     raw = quantized(name, 4, cols, seed=11)
-    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], 4, cols)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], 4, cols, texture=texture)
     got = host.matmul_run(gpu, m, np.eye(cols, dtype=np.float32))
     want = dequantize(raw, QTYPES[name], cols).T
     return np.array_equal((got + np.float32(0)).view(np.uint32), (want + np.float32(0)).view(np.uint32))
 
 
-def _matmul_within_bound(gpu, name):
+def _matmul_within_bound(gpu, name, texture=False):
     rows, cols, t = 9, 256, 3
     raw = quantized(name, rows, cols, seed=12)
     x = np.random.default_rng(2).standard_normal((t, cols)).astype(np.float32)
-    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols, texture=texture)
     got = host.matmul_run(gpu, m, x)
     scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
     return bool(np.all(np.abs(got - host.matmul_reference(raw, QTYPES[name], rows, cols, x)) <= 1e-5 * scale))
@@ -72,6 +72,35 @@ def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
     monkeypatch.setattr(mm, "kernel", mutant)
     assert not check(gpu, name), f"mutation not caught: {what}"
     monkeypatch.setattr(mm, "kernel", real)
+
+
+CPU_MATMUL_MUTANTS = [  # the CPU kernel (matmul_cpu.wgsl, planar weights in a texture): (what, qtype, old, new, check)
+    ("Q4_1 low and high nibbles swapped", "Q4_1", "o[0] = nib(q.x) * dm.x + m;", "o[0] = nib(q.x >> 4u) * dm.x + m;",
+     _dequant_exact),
+    ("Q4_0 offset 8 forgotten", "Q4_0", "let m = select(-8.0 * dm.x, dm.y, QTYPE == 3u);",
+     "let m = select(0.0, dm.y, QTYPE == 3u);", _dequant_exact),
+    ("Q8_0 second texel read twice", "Q8_0", "let q1 = texel(wt, b * 2u + 1u);", "let q1 = texel(wt, b * 2u);",
+     _dequant_exact),
+    ("Q1_0 chunk takes the wrong word of its block", "Q1_0", "let q = texel(wt, b)[c & 3u];",
+     "let q = texel(wt, b)[(c + 1u) & 3u];", _dequant_exact),
+    ("x of the tile's first token for every token", "F16", "let xb = min(t0 + t, nt - 1u) * xs + xo + c * 8u;",
+     "let xb = t0 * xs + xo + c * 8u;", _matmul_within_bound),
+    ("the tile's last row dropped", "Q4_1", "for (var i = 0u; i < R; i++) {\n            let wv",
+     "for (var i = 0u; i + 1u < R; i++) {\n            let wv", _matmul_within_bound),
+]
+
+
+@pytest.mark.parametrize("what,name,old,new,check", CPU_MATMUL_MUTANTS, ids=[m[0] for m in CPU_MATMUL_MUTANTS])
+def test_cpu_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
+    assert check(gpu, name, texture=True), "the unmutated kernel must pass the check"
+
+    def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN):
+        consts = dict(QTYPE=m.qtype.ggml_id, VT=mm.PLANAR_TEXELS[m.qtype.name], BLK=128 if m.qtype.name == "Q1_0" else 32,
+                      R=mm.CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
+        return _compile(gpu_, "matmul_cpu.wgsl", old, new, entry=entry, **consts)
+
+    monkeypatch.setattr(mm, "kernel", mutant)
+    assert not check(gpu, name, texture=True), f"mutation not caught: {what}"
 
 
 def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):

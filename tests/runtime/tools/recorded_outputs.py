@@ -6,8 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from bonsai.tools import builtin_registry
-from bonsai.tools.events import Event
+from bonsai.toolcall import builtin_registry
+from bonsai.toolcall.events import Event
 
 HERE = Path(__file__).parent / "recorded"
 REGISTRY = builtin_registry("calculator,clock")
@@ -24,7 +24,7 @@ def golden(name: str) -> list[dict]:
 
 
 if __name__ == "__main__":  # regenerate the goldens: python tests/runtime/tools/recorded_outputs.py
-    from bonsai.tools.parser import parse_text
+    from bonsai.toolcall.parser import parse_text
 
     for stem, text in SAMPLES.items():
         out = json.dumps(as_json(parse_text(text, REGISTRY)), indent=1, ensure_ascii=False) + "\n"

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from bonsai.tools import ToolDefinitionError, ToolExecutionError, builtin_registry
-from bonsai.tools.calculator import evaluate
-from bonsai.tools.clock import make_clock
-from bonsai.tools.files import make_file_lookup
+from bonsai.toolcall import ToolDefinitionError, ToolExecutionError, builtin_registry
+from bonsai.toolcall.calculator import evaluate
+from bonsai.toolcall.clock import make_clock
+from bonsai.toolcall.files import make_file_lookup
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_builtin_registry_selection():
 def test_mutation_without_symlink_resolution_is_caught(tree, monkeypatch):
     """Inject a bug: join without resolving symlinks. The escape test's `leak.txt` case then reads
     the secret outside the root, so that test would fail."""
-    import bonsai.tools.files as files
+    import bonsai.toolcall.files as files
 
     def unresolved(root, relative):
         if ".." in relative or relative.startswith("/"):

@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from bonsai.cli import main
-from bonsai.tools.parser import parse_text
+from bonsai.toolcall.parser import parse_text
 
 from .recorded_outputs import HERE, REGISTRY, SAMPLES, as_json
 
@@ -50,7 +50,7 @@ def test_bad_input_is_a_one_line_error_not_a_traceback():
 
 
 def test_bonsai_chat_gets_a_tools_option_that_routes_to_the_tool_loop(monkeypatch):
-    import bonsai.tools.cli as tools_cli
+    import bonsai.cli.tools as tools_cli
 
     seen = {}
     monkeypatch.setattr(

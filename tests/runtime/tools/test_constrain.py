@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bonsai.tools import Tool, ToolRegistry, builtin_registry
-from bonsai.tools.constrain import ToolCallConstraint
-from bonsai.tools.events import TextEvent, ToolCallEvent
-from bonsai.tools.matcher import CallMatcher
-from bonsai.tools.parser import parse_text
-from bonsai.tools.trie import TokenTrie
-from bonsai.tools.validate import errors
+from bonsai.toolcall import Tool, ToolRegistry, builtin_registry
+from bonsai.toolcall.constrain import ToolCallConstraint
+from bonsai.toolcall.events import TextEvent, ToolCallEvent
+from bonsai.toolcall.matcher import CallMatcher
+from bonsai.toolcall.parser import parse_text
+from bonsai.toolcall.trie import TokenTrie
+from bonsai.toolcall.validate import errors
 
 
 def plan(steps: list[str], count: int, mode: Literal["fast", "slow"], exact: bool = False,
@@ -261,7 +261,7 @@ def test_after_a_call_only_more_calls_or_the_end_of_the_turn():
 
 
 def _matcher_for(*tools):
-    from bonsai.tools.grammar import call_node
+    from bonsai.toolcall.grammar import call_node
 
     return CallMatcher(call_node(ToolRegistry(tools)))
 
@@ -291,7 +291,7 @@ def test_calculator_expression_is_limited_to_its_pattern(expression, ok):
 
 def test_mutation_dropping_required_properties_is_caught():
     """Inject a bug: the grammar forgets `required`. The refusal check above then fails to refuse."""
-    from bonsai.tools.grammar import ObjNode
+    from bonsai.toolcall.grammar import ObjNode
 
     m = _matcher_for(REGISTRY.get("calculator"))
     args = m.node.options[0].values[1]

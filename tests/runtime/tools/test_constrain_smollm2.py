@@ -8,11 +8,11 @@ import pytest
 from bonsai.gguf import GGUFReader
 from bonsai.models import default_model_path
 from bonsai.tokenizer import Tokenizer
-from bonsai.tools import builtin_registry
-from bonsai.tools.constrain import ToolCallConstraint, vocabulary
-from bonsai.tools.events import TextEvent, ToolCallEvent
-from bonsai.tools.parser import parse_text
-from bonsai.tools.trie import TokenTrie
+from bonsai.toolcall import builtin_registry
+from bonsai.toolcall.constrain import ToolCallConstraint, vocabulary
+from bonsai.toolcall.events import TextEvent, ToolCallEvent
+from bonsai.toolcall.parser import parse_text
+from bonsai.toolcall.trie import TokenTrie
 
 from .recorded_outputs import SAMPLES
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.chat_template import ChatTemplate
 from bonsai.gguf import GGUFReader
 from bonsai.models import default_model_path
 from bonsai.tokenizer import Tokenizer
-from bonsai.tools import ToolCallEvent, ToolLoop, ToolPrompt, builtin_registry
-from bonsai.tools.engine_generate import stop_ids_for
-from bonsai.tools.validate import errors
+from bonsai.tokenizer.chat_template import ChatTemplate
+from bonsai.toolcall import ToolCallEvent, ToolLoop, ToolPrompt, builtin_registry
+from bonsai.toolcall.engine_generate import stop_ids_for
+from bonsai.toolcall.validate import errors
 
 QUESTION = "What is 17 * 23? Use the calculator."
 REGISTRY = builtin_registry("calculator,clock")
@@ -67,7 +67,7 @@ def test_reference_model_calls_the_calculator_and_answers_391():
 @pytest.mark.gpu
 def test_gpu_engine_calls_the_calculator_and_answers_391(gpu):
     from bonsai.engine.native import load_engine
-    from bonsai.tools.engine_generate import engine_generate
+    from bonsai.toolcall.engine_generate import engine_generate
 
     engine = load_engine(gpu=gpu, kv="f32", progress=False)
     check(run_loop(engine_generate(engine, max_tokens=64), engine.tokenizer, engine.reader))

@@ -1,4 +1,4 @@
-"""bonsai.tools without constrained decoding imports no numpy (the browser surface has none)."""
+"""bonsai.toolcall without constrained decoding imports no numpy (the browser surface has none)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import sys
 
 def test_tools_package_imports_without_numpy():
     code = (
-        "import sys, bonsai.tools, bonsai.tools.parser, bonsai.tools.loop, bonsai.tools.prompt\n"
+        "import sys, bonsai.toolcall, bonsai.toolcall.parser, bonsai.toolcall.loop, bonsai.toolcall.prompt\n"
         "bad = [m for m in ('numpy', 'gguf', 'regex', 'jinja2') if m in sys.modules]\n"
         "assert not bad, bad\n"
-        "bonsai.tools.TokenTrie  # the lazy names still resolve\n"
+        "bonsai.toolcall.TokenTrie  # the lazy names still resolve\n"
         "assert 'numpy' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

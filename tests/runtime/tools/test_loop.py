@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.tools import builtin_registry
-from bonsai.tools.events import ToolCallEvent, ToolErrorEvent
-from bonsai.tools.loop import ToolLoop
-from bonsai.tools.prompt import ToolPrompt
+from bonsai.toolcall import builtin_registry
+from bonsai.toolcall.events import ToolCallEvent, ToolErrorEvent
+from bonsai.toolcall.loop import ToolLoop
+from bonsai.toolcall.prompt import ToolPrompt
 
 from .fakes import ByteTokenizer, ScriptedGenerator
 
@@ -21,7 +21,7 @@ CALL = '<tool_call>\n{"name": "calculator", "arguments": {"expression": "17 * 23
 
 
 def make_loop(responses, **options):
-    from bonsai.chat_template import ChatTemplate
+    from bonsai.tokenizer.chat_template import ChatTemplate
 
     gen = ScriptedGenerator(responses)
     prompt = ToolPrompt.from_chat_template(ChatTemplate(CHATML, "test ChatML"))
@@ -111,7 +111,7 @@ def test_required_tool_choice_with_a_random_model_still_calls_validly(seed):
                 break
         return out
 
-    from bonsai.chat_template import ChatTemplate
+    from bonsai.tokenizer.chat_template import ChatTemplate
 
     prompt = ToolPrompt.from_chat_template(ChatTemplate(CHATML, "test ChatML"))
     loop = ToolLoop(random_model, tok, REGISTRY, prompt, max_steps=1, tool_choice="required")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent, coalesce
-from bonsai.tools.parser import ToolCallParser, parse_text
+from bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent, coalesce
+from bonsai.toolcall.parser import ToolCallParser, parse_text
 
 from .recorded_outputs import REGISTRY, SAMPLES, as_json, golden
 
@@ -83,7 +83,7 @@ def test_parser_can_be_reused_after_finish():
 
 def test_mutation_releasing_partial_tags_early_is_caught(monkeypatch):
     """Inject the classic bug (emit `<tool_` as text before knowing it is a tag): the check sees it."""
-    import bonsai.tools.parser as parser_module
+    import bonsai.toolcall.parser as parser_module
 
     monkeypatch.setattr(parser_module, "_partial_tag_start", lambda text, tag: len(text))
     assert feed_chunks(list(SAMPLES["single_call"])) != parse_text(SAMPLES["single_call"], REGISTRY)

@@ -8,9 +8,9 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
-from bonsai.tools.parser import parse_text
-from bonsai.tools.validate import errors
+from bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from bonsai.toolcall.parser import parse_text
+from bonsai.toolcall.validate import errors
 
 from .recorded_outputs import REGISTRY, SAMPLES
 from .test_parser import feed_chunks

@@ -8,11 +8,11 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from bonsai.chat_template import ChatTemplate
 from bonsai.gguf import GGUFReader
 from bonsai.models import default_model_path
-from bonsai.tools import builtin_registry
-from bonsai.tools.prompt import ToolPrompt, hermes_messages
+from bonsai.tokenizer.chat_template import ChatTemplate
+from bonsai.toolcall import builtin_registry
+from bonsai.toolcall.prompt import ToolPrompt, hermes_messages
 
 TOOLS = builtin_registry("calculator,clock").specs()
 CONVERSATION = [

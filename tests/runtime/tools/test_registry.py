@@ -7,9 +7,9 @@ from typing import Literal, Optional
 import pytest
 
 from bonsai.errors import BonsaiError
-from bonsai.tools import Tool, ToolArgumentError, ToolDefinitionError, ToolRegistry, tool
-from bonsai.tools.schema import parse_docstring
-from bonsai.tools.validate import errors
+from bonsai.toolcall import Tool, ToolArgumentError, ToolDefinitionError, ToolRegistry, tool
+from bonsai.toolcall.schema import parse_docstring
+from bonsai.toolcall.validate import errors
 
 
 def weather(

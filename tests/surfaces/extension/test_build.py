@@ -50,7 +50,7 @@ def test_closure_has_no_numpy_or_wgpu(extension_zip: Path):
         }
     assert offenders == {}
     assert {"python/bonsai/gpu/browser.py", "python/bonsai/engine/engine.py", "python/bonsai/kv/cache.py",
-            "python/bonsai/kv/attention_serial.wgsl", "python/bonsai/ops/matmul.wgsl"} <= set(names)
+            "python/bonsai/kv/attention/serial.wgsl", "python/bonsai/ops/matmul.wgsl"} <= set(names)
 
 
 def test_a_closure_without_what_the_page_needs_is_refused_by_name(pyodide_dir: Path, tmp_path: Path):

@@ -1,4 +1,4 @@
-"""The page's attention check also runs on the native backend (through bonsai.kv.attention, as in the page)."""
+"""The page's attention check also runs on the native backend (through bonsai.kv.attention.driver, as in the page)."""
 
 from __future__ import annotations
 

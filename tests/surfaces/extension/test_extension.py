@@ -30,8 +30,8 @@ def test_attention_windowed_equals_whole_in_the_browser(checks):
     result = checks
     assert result["error"] is None, result
     check = result["checks"]["attention"]
-    assert check["ok"] and "bonsai.kv/attention_serial.wgsl" in check["kernels"], result
-    assert "bonsai.kv/attention_blocks.wgsl" in check["kernels"], result
+    assert check["ok"] and "bonsai.kv.attention/serial.wgsl" in check["kernels"], result
+    assert "bonsai.kv.attention/blocks.wgsl" in check["kernels"], result
     assert check["cases"] and all(c["window_sizes"] and not c["mismatched"] for c in check["cases"]), result
     assert result["adapter"] and result["ok"] and "All checks passed" in result["page_text"]
     # the native seam's shape: gpu.adapter.info is a dict with wgpu-py's keys on both backends

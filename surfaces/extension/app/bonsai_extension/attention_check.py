@@ -1,8 +1,8 @@
 """The runtime's windowed attention on any GPU backend: windowed == whole cache, bit for bit, no numpy.
 
-Drives `bonsai.kv.attention.Attention` itself (the same driver and `.wgsl` kernels the native cache
+Drives `bonsai.kv.attention.driver.Attention` itself (the same driver and `.wgsl` kernels the native cache
 uses; it is pure Python) over random K/V rows uploaded with `array`/`struct`. The invariant under
-test, from attention_serial.wgsl: positions are folded one at a time in increasing order and the state
+test, from kv/attention/serial.wgsl: positions are folded one at a time in increasing order and the state
 lives in an f32 buffer between dispatches, so any split into windows performs the same f32
 operations in the same order as one whole-cache window; the outputs' raw bits must be equal.
 
@@ -21,7 +21,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any
 
-from bonsai.kv.attention import Attention, Mutations, Window, split
+from bonsai.kv.attention.driver import Attention, Mutations, Window, split
 
 MUTATIONS = ("", "drop_boundary", "normalise_each_window")
 VARIANTS = ("serial", "blocks")  # every kernel the runtime may pick; each must keep the invariant
@@ -108,8 +108,8 @@ def run(gpu: Any, *, seed: int = 0, mutate: str = "") -> dict:
             cases.append(run_case(gpu, case, sizes, seed, mutate, variant))
     return {
         "ok": not any(c["mismatched"] for c in cases),
-        "kernels": ["bonsai.kv/attention_serial.wgsl", "bonsai.kv/attention_blocks.wgsl",
-                    "bonsai.kv/merge_blocks.wgsl", "bonsai.kv/finalize.wgsl"],
+        "kernels": ["bonsai.kv.attention/serial.wgsl", "bonsai.kv.attention/blocks.wgsl",
+                    "bonsai.kv.attention/merge_blocks.wgsl", "bonsai.kv.attention/finalize.wgsl"],
         "mutate": mutate,
         "cases": cases,
     }

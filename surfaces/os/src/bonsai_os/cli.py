@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace):
-    from bonsai.tools import builtin_registry
+    from bonsai.toolcall import builtin_registry
 
     names = [n for n in args.tools.split(",") if n.strip()]
     if args.root is not None and "read_file" not in names:

@@ -9,23 +9,23 @@ from typing import Any
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """What bonsai.tools.ToolLoop needs from a model (any stand-in with the same shape works)."""
+    """What bonsai.toolcall.ToolLoop needs from a model (any stand-in with the same shape works)."""
 
-    # generate(prompt_ids, processor, on_token) -> new ids (bonsai.tools.engine_generate)
+    # generate(prompt_ids, processor, on_token) -> new ids (bonsai.toolcall.engine_generate)
     generate: Any
     # encode / token_bytes / is_special / vocab_size (bonsai.tokenizer.Tokenizer)
     tokenizer: Any
-    # bonsai.tools.prompt.ToolPrompt over the model's own chat template
+    # bonsai.toolcall.prompt.ToolPrompt over the model's own chat template
     prompt: Any
 
 
 def load_model(path: Path, *, max_tokens: int, temperature: float = 0.0) -> LoadedModel:
     """The model at `path` on the GPU, ready for the loop (KV of a shared prefix is reused between steps)."""
-    from bonsai.chat_template import ChatTemplate
+    from bonsai.tokenizer.chat_template import ChatTemplate
     from bonsai.engine import Sampling
     from bonsai.engine.native import load_engine
-    from bonsai.tools.engine_generate import engine_generate
-    from bonsai.tools.prompt import ToolPrompt
+    from bonsai.toolcall.engine_generate import engine_generate
+    from bonsai.toolcall.prompt import ToolPrompt
 
     engine = load_engine(path, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))

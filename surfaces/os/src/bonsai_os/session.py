@@ -1,6 +1,6 @@
 """A conversation with tools on the runtime's ToolLoop, showing only the reply's text as it streams.
 
-bonsai.tools.ToolLoop generates, parses `<tool_call>` blocks (constrained so they stay valid),
+bonsai.toolcall.ToolLoop generates, parses `<tool_call>` blocks (constrained so they stay valid),
 runs the tools and feeds results back. This module keeps the history between questions (so the
 engine reuses the KV of the shared prefix) and filters what a terminal user sees: the text
 outside call blocks, streamed, and one line per tool use.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bonsai.errors import BonsaiError
-from bonsai.tools import ToolLoop, ToolRegistry
-from bonsai.tools.events import TextEvent, ToolCallEvent
-from bonsai.tools.loop import LoopStep
-from bonsai.tools.parser import ToolCallParser
+from bonsai.toolcall import ToolLoop, ToolRegistry
+from bonsai.toolcall.events import TextEvent, ToolCallEvent
+from bonsai.toolcall.loop import LoopStep
+from bonsai.toolcall.parser import ToolCallParser
 
 from .model import LoadedModel
 

@@ -1,6 +1,6 @@
 """bonsai_tenant: the stable API tenant products embed — Assistant, tools, and the OpenAI-compatible server."""
 
-from bonsai.tools import Tool, tool
+from bonsai.toolcall import Tool, tool
 
 from .assistant import Assistant, Chunk, Reply
 from .errors import ApiError, ConfigError, TenantError, ToolError

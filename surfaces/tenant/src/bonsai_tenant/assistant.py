@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bonsai.tools import Tool, ToolRegistry
+from bonsai.toolcall import Tool, ToolRegistry
 
 from .errors import ToolError
 from .events import Backend, Finish, TextDelta, ToolCall
@@ -52,7 +52,7 @@ def _open_backend(model: str | Path | Backend | None) -> Backend:
 class Assistant:
     """A chat assistant: `model` is a GGUF path, None for the default model, or any Backend.
 
-    Tools are typed, documented functions (or `bonsai.tools.Tool`s); when the model calls one,
+    Tools are typed, documented functions (or `bonsai.toolcall.Tool`s); when the model calls one,
     the assistant runs it, feeds the result back and lets the model continue, at most `max_tool_rounds` times.
     """
 

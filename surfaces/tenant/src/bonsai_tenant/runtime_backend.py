@@ -19,15 +19,15 @@ from typing import Any
 
 from bonsai.errors import BonsaiError
 from bonsai.models import default_model_path
-from bonsai.tools import Tool, ToolRegistry
-from bonsai.tools.events import TextEvent, ToolCallEvent, ToolErrorEvent
-from bonsai.tools.parser import ToolCallParser
+from bonsai.toolcall import Tool, ToolRegistry
+from bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from bonsai.toolcall.parser import ToolCallParser
 
 from .errors import InvalidRequest, TenantError
 from .events import Event, Finish, TextDelta, ToolCall
 
 _END = object()
-# generate(prompt_ids, processor, on_token) -> new ids, as bonsai.tools.engine_generate makes it
+# generate(prompt_ids, processor, on_token) -> new ids, as bonsai.toolcall.engine_generate makes it
 GenerateFn = Callable[[list[int], Any, Callable[[int], None]], list[int]]
 
 
@@ -39,7 +39,7 @@ class ModelParts:
     make_generate: Callable[[int, float], GenerateFn]
     # encode(text, allow_special=...), token_bytes(id), is_special(id), vocab_size
     tokenizer: Any
-    # bonsai.tools.prompt.ToolPrompt: render(messages, tools) -> prompt text
+    # bonsai.toolcall.prompt.ToolPrompt: render(messages, tools) -> prompt text
     prompt: Any
     # the most positions a prompt plus its reply may take
     max_positions: int
@@ -83,11 +83,11 @@ class RuntimeBackend:
     @classmethod
     def open(cls, path: str | Path | None) -> RuntimeBackend:
         """The backend for a GGUF file, or the default model when `path` is None."""
-        from bonsai.chat_template import ChatTemplate
+        from bonsai.tokenizer.chat_template import ChatTemplate
         from bonsai.engine import Sampling
         from bonsai.engine.native import load_engine
-        from bonsai.tools.engine_generate import engine_generate
-        from bonsai.tools.prompt import ToolPrompt
+        from bonsai.toolcall.engine_generate import engine_generate
+        from bonsai.toolcall.prompt import ToolPrompt
 
         model = default_model_path() if path is None else Path(path)
         if not model.is_file():
@@ -117,8 +117,8 @@ class RuntimeBackend:
         """The constraint for this request's tools (vocabulary trie built once), or None."""
         if not (self.constrained and len(registry)):
             return None
-        from bonsai.tools.constrain import ToolCallConstraint, vocabulary
-        from bonsai.tools.trie import TokenTrie
+        from bonsai.toolcall.constrain import ToolCallConstraint, vocabulary
+        from bonsai.toolcall.trie import TokenTrie
 
         if self._trie is None:
             self._vocab = vocabulary(self.parts.tokenizer)

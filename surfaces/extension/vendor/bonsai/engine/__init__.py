@@ -15,7 +15,7 @@ the native backend and is never imported from here):
         # feeds prompt_ids at engine.pos (call engine.reset() first for a new sequence)
     logits = engine.forward(ids)          # (len(ids), vocab) f32 memoryview of every token's logits, fed at
                                           # engine.pos (np.asarray(logits) wraps it without a copy)
-    engine.prefill(ids, want="logits" | "token")    # last row's logits (1, vocab), or its GPU argmax id
+    engine.prefill(ids) / engine.prefill_argmax(ids) # last row's logits (1, vocab) / its GPU argmax id
     sample(last_row(logits), sampling, sampling.rng())   # host sampling, pure Python (random.Random(seed))
     engine.reset() / engine.rewind(pos)   # positions [pos, ...) are overwritten by what comes next
     engine.continue_with(ids) -> ids left to feed after rewinding to the common prefix (chat turns)

@@ -6,12 +6,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
-from .model import GpuModel, fit_batch
+from ..kv.api import KVCacheAPI
+from .forward import GpuModel, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
@@ -42,7 +43,7 @@ class Engine:
 
     def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
-                 progress: bool = True, cache_factory: Callable[..., Any] | None = None) -> None:
+                 progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None) -> None:
         self.reader, self.cfg = reader, cfg
         self.cache_factory = cache_factory
         self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
@@ -65,7 +66,7 @@ class Engine:
             self._tokenizer = Tokenizer.from_gguf(self.reader)
         return self._tokenizer
 
-    def _build(self, gpu: GpuBackend, cache: Any) -> None:
+    def _build(self, gpu: GpuBackend, cache: KVCacheAPI | None) -> None:
         self.gpu = gpu
         self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
         if cache is None:
@@ -93,13 +94,14 @@ class Engine:
         self.recoveries.append(took)
         return took
 
-    def _step(self, ids: list[int], *, all_logits: bool, want: str) -> Any:
-        """One forward at self.pos (retried once on a new device if the device is lost)."""
+    def _step(self, ids: list[int], *, all_logits: bool = False, argmax: bool = False) -> Any:
+        """One forward at self.pos (retried once on a new device if the device is lost): the logits
+        (all rows, or the last), or with argmax=True the last row's argmax id, computed on the GPU."""
         for attempt in (0, 1):
             try:
                 self._watch.check()  # a loss logged since the last step: the cache may be stale
                 self.model.record(ids, self.pos, all_logits=all_logits)
-                if want == "token":  # the sampled id rides along with the host-master readback
+                if argmax:  # the id rides along with the host-master readback
                     out: Any = self.model.token_from(self.cache.sync_host(also=(self.model.act.token, 4)))
                 else:
                     self.cache.sync_host()
@@ -143,18 +145,24 @@ class Engine:
         """
         rows = []
         for i in range(0, len(ids), self.batch):
-            rows.append(self._step(list(ids[i : i + self.batch]), all_logits=True, want="logits"))
+            rows.append(self._step(list(ids[i : i + self.batch]), all_logits=True))
         if len(rows) == 1:
             return rows[0]
         return memoryview(b"".join(r.cast("B") for r in rows)).cast("f", (len(ids), self.cfg.vocab_size))
 
-    def prefill(self, ids: list[int], *, want: str = "logits") -> Any:
-        """Feed `ids`; the last token's logits (a (1, vocab) f32 memoryview) or, with want="token", its argmax id."""
+    def prefill(self, ids: list[int]) -> memoryview[float]:
+        """Feed `ids`; the last token's logits, a (1, vocab) f32 memoryview."""
+        return cast("memoryview[float]", self._prefill(ids, argmax=False))
+
+    def prefill_argmax(self, ids: list[int]) -> int:
+        """Feed `ids`; the argmax id of the last token's logits (computed on the GPU, 4 bytes read)."""
+        return cast(int, self._prefill(ids, argmax=True))
+
+    def _prefill(self, ids: list[int], *, argmax: bool) -> Any:
         out = None
         for i in range(0, len(ids), self.batch):
-            chunk = list(ids[i : i + self.batch])
             last = i + self.batch >= len(ids)
-            out = self._step(chunk, all_logits=False, want=want if last else "token")
+            out = self._step(list(ids[i : i + self.batch]), argmax=argmax or not last)
         return out
 
     def generate(self, prompt_ids: list[int], max_tokens: int = 64, sampling: Sampling | None = None, *,
@@ -170,15 +178,15 @@ class Engine:
         s = sampling or Sampling()
         rng = s.rng()
         stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
-        want = "token" if s.greedy else "logits"
+        greedy = s.greedy
         start = len(self.recoveries)
         t0 = time.perf_counter()
-        out = self.prefill(list(prompt_ids), want=want)
+        out = self._prefill(list(prompt_ids), argmax=greedy)
         gen = Generation(tokens=[], prefill_s=time.perf_counter() - t0)
         t1 = time.perf_counter()
         text = ""
         for i in range(max_tokens):
-            tok = out if want == "token" else sample(last_row(out), s, rng)
+            tok = out if greedy else sample(last_row(out), s, rng)
             if tok in stops:
                 gen.stop_reason = "eos"
                 break
@@ -205,7 +213,7 @@ class Engine:
                 break
             if on_step:
                 on_step(i)
-            out = self._step([tok], all_logits=False, want=want)
+            out = self._step([tok], argmax=greedy)
         gen.decode_s = time.perf_counter() - t1
         gen.text = text
         gen.recoveries = self.recoveries[start:]

@@ -14,6 +14,18 @@ from dataclasses import dataclass
 
 from ..errors import GpuLimitError
 
+MAX_GROUPS = 65535  # WebGPU's maxComputeWorkgroupsPerDimension (the minimum every adapter offers)
+
+
+def workgroups(n: int, size: int = 64) -> int:
+    """Workgroups of `size` invocations that cover n items (the kernels' @workgroup_size is 64)."""
+    return -(-n // size)
+
+
+def grid(groups: int) -> tuple[int, int]:
+    """`groups` workgroups as (x, y) with x <= MAX_GROUPS; kernels read the flat index as y * 65535 + x."""
+    return min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -21,8 +33,9 @@ class Limits:
 
     max_binding_bytes: int  # maxStorageBufferBindingSize
     max_buffer_bytes: int  # maxBufferSize
-    max_groups: int = 65535  # maxComputeWorkgroupsPerDimension
+    max_groups: int = MAX_GROUPS  # maxComputeWorkgroupsPerDimension
     max_invocations: int = 256  # maxComputeInvocationsPerWorkgroup
+    max_texture_rows: int = 8192  # maxTextureDimension2D: rows of a word texture
 
     def check_buffer(self, nbytes: int) -> None:
         if nbytes > self.max_buffer_bytes:
@@ -44,8 +57,9 @@ class Limits:
 def native_limits(device_limits: dict) -> Limits:
     """From wgpu-py's `device.limits` (hyphenated keys)."""
     return Limits(int(device_limits["max-storage-buffer-binding-size"]), int(device_limits["max-buffer-size"]),
-                  int(device_limits.get("max-compute-workgroups-per-dimension", 65535)),
-                  int(device_limits.get("max-compute-invocations-per-workgroup", 256)))
+                  int(device_limits.get("max-compute-workgroups-per-dimension", MAX_GROUPS)),
+                  int(device_limits.get("max-compute-invocations-per-workgroup", 256)),
+                  int(device_limits.get("max-texture-dimension-2d", 8192)))
 
 
 def browser_limits(js_limits: object) -> Limits:
@@ -54,4 +68,5 @@ def browser_limits(js_limits: object) -> Limits:
         return int(getattr(js_limits, name, default) or default)
 
     return Limits(get("maxStorageBufferBindingSize", 1 << 27), get("maxBufferSize", 1 << 28),
-                  get("maxComputeWorkgroupsPerDimension", 65535), get("maxComputeInvocationsPerWorkgroup", 256))
+                  get("maxComputeWorkgroupsPerDimension", MAX_GROUPS), get("maxComputeInvocationsPerWorkgroup", 256),
+                  get("maxTextureDimension2D", 8192))

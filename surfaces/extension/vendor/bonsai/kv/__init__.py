@@ -1,6 +1,6 @@
 """The KV cache: quantised (or f32) K/V rows, a host-RAM master copy, GPU windows, exact chunked attention.
 
-Modes (`modes.MODES`; row formats bit for bit in `formats`, the seed's q4 in `quant4`); bits per
+Modes (`format.modes.MODES`; row formats bit for bit in `format.codec`); bits per
 stored element with scales, head_dim 64:
     f32      K, V f32                                                            32
     q8       K, V 8-bit per row, f16 scale                                        8.5
@@ -18,12 +18,11 @@ residual, one small buffer per layer: 2 x 64 x n_kv x head_dim x 4 bytes for q4r
 the group when its last position is appended; windows must be multiples of the group (32 or 64). Which mode to pick: `bonsai measure kv4` prints the measured
 quality table (perplexity, KL and argmax changes against f32 on real text).
 
-Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-major f32):
+Engine API (`api.KVCacheAPI`; all GPU buffers are the backend's; shapes row-major f32):
 
-    from bonsai.kv.numpy_host import NumpyKVCache   # every mode; the host side in numpy (native)
-    from bonsai.kv.cache import KVCache             # pure Python (the browser): row modes only
-    cache = NumpyKVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
-                    mode="f32" | "q8" | "q4" | ... (any of modes.MODES), window=64, vram_budget=None,
+    from bonsai.kv.cache import KVCache             # every mode, pure Python (the browser runs it too)
+    cache = KVCache(gpu, n_layers, n_kv_heads, head_dim, max_positions,
+                    mode="f32" | "q8" | "q4" | ... (any of format.modes.MODES), window=64, vram_budget=None,
                     staging_positions=512, variant="auto")
         # window: positions per GPU slot; vram_budget: bytes of slots (None = all resident);
         # variant: attention kernel ("auto" = "serial" on CPU adapters, "blocks" on GPUs)
@@ -32,11 +31,10 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
         # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
         # staging area; the host master catches up at the next `sync_host()`.
     cache.sync_host()
-        # ONE readback of every row appended since the last sync -> host master (bytes).
+        # ONE readback of every row appended since the last sync -> host master (bytes): the GPU
+        # kernels' own output, grouped modes' quantised groups included (the host never quantises).
         # Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose
         # scale (or min) overflows f16; those rows are never committed to the master.
-        # Call once per engine step (prefill or decode token). Also called automatically
-        # before a window must be streamed in or the staging area is full.
     cache.attend(layer, q_buf, out_buf, pos_base, n_q, n_heads)
         # q_buf, out_buf: [n_q, n_heads, head_dim] f32. Query token i sits at absolute position
         # pos_base + i and attends to positions [0, pos_base + i] (causal). GQA: query head h
@@ -47,21 +45,12 @@ Engine API (all GPU buffers are `Gpu.buffer`s; shapes in the comments are row-ma
     cache.residual_bytes()                # grouped-K modes: bytes of one layer's f32 residual buffer
     cache.length[layer]                   # positions committed to the host master
     cache.streamed_windows                # windows written up from the master so far
-  Streaming under a VRAM budget: a full slot pool reuses the most recently used window's slot (a
-  walk over every window, as attention does, then keeps the others across calls). Backends with
-  host pages (native wgpu: `Gpu.has_host_pages`) mirror each streamed window in a host-RAM page
-  refreshed from the master's changed bytes, so streaming is one GPU copy from host RAM; others
-  write the master's bytes (mapped staging where the backend has it).
-  NumpyKVCache only (numpy views of the master, for tests and measurements):
-    cache.append_host(layer, k, v, pos)   # numpy [n, n_kv, hd] f32 rows; validated before use
-    cache.residual(layer)                 # grouped-K modes: (first position, f32 rows) of the residual
-    cache.host_rows(layer, kind)          # the master copy ("k"/"v") in the cache's format
-    cache.dequantised(layer, kind)        # [positions, n_kv, hd] f32 as attention sees it
-
-Lower level: `rowformats` (the row formats as data), `formats` (their numpy reference),
-`modes` (the mode table), `words` (parameter words without numpy),
-`attention.Attention` (the windowed online-softmax driver the cache uses), `verify` / `measure` /
-`quality` (the CLI checks and measurements).
+  The parts: `layout` (row words, slots), `master` (host bytes), `staging` (the readback), `slots`
+  (resident windows, streaming, host pages), `residual` (grouped modes' newest group), `attention`
+  (the windowed online-softmax driver and kernels), `store` (store/group/scatter/dequantise kernels),
+  `format` (row formats, modes, the numpy codec that is the kernels' oracle).
+  Tests and measurements: `bonsai.diagnostics.numpy_cache.NumpyKVCache` adds numpy views of the
+  master (`host_rows`, `dequantised`, `residual_rows`) and `append_host` (rows written by the codec).
 """
 
 from typing import Any

@@ -11,29 +11,40 @@ from ..errors import ShaderError
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Z_][A-Z0-9_]*)\s*\}\}")
 
 
-_INCLUDE = re.compile(r'^//#include "([A-Za-z0-9_.-]+\.wgsl)"[ \t]*$', re.MULTILINE)
+_INCLUDE = re.compile(r'^//#include "((?:\.\./|[A-Za-z0-9_-]+/)*[A-Za-z0-9_.-]+\.wgsl)"[ \t]*$', re.MULTILINE)
 
 
 @cache
 def load_source(package: str, filename: str) -> str:
-    """The text of `filename` inside `package` (e.g. "bonsai.kv", "attention.wgsl").
+    """The text of `filename` inside `package` (e.g. "bonsai.kv.attention", "serial.wgsl").
 
-    A line `//#include "other.wgsl"` is replaced by that file's text (same package, expanded the
-    same way): WGSL has no include, and kernel variants share their row-decoding code this way.
+    A line `//#include "other.wgsl"` is replaced by that file's text, expanded the same way: WGSL has
+    no include, and kernels share their row-decoding code this way. The path is relative to the
+    including file's package: `../format/row_format.wgsl` is `row_format.wgsl` of the sibling
+    package `format`.
     """
     return _expand(package, filename, ())
 
 
+def _resolve(package: str, path: str) -> tuple[str, str]:
+    """(package, file name) of an include path relative to `package`."""
+    parts = package.split(".")
+    *dirs, filename = path.split("/")
+    for d in dirs:
+        parts = parts[:-1] if d == ".." else [*parts, d]
+    return ".".join(parts), filename
+
+
 def _expand(package: str, filename: str, including: tuple[str, ...]) -> str:
     name = f"{package}/{filename}"
-    if filename in including:
-        raise ShaderError(f"{name}: include cycle ({' -> '.join((*including, filename))})")
+    if name in including:
+        raise ShaderError(f"{name}: include cycle ({' -> '.join((*including, name))})")
     try:
         text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError) as exc:
-        where = f" (included from {package}/{including[-1]})" if including else ""
+        where = f" (included from {including[-1]})" if including else ""
         raise ShaderError(f"{name}: shader not found{where}") from exc
-    return _INCLUDE.sub(lambda m: _expand(package, m.group(1), (*including, filename)).rstrip("\n"), text)
+    return _INCLUDE.sub(lambda m: _expand(*_resolve(package, m.group(1)), (*including, name)).rstrip("\n"), text)
 
 
 def render(source: str, constants: dict[str, object], *, name: str) -> str:

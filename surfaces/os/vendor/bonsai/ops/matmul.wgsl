@@ -1,6 +1,6 @@
 // Quantised matmul y[t, r] (+)= sum_c W[r, c] * x[t, c], reading GGML blocks straight from u32 words,
 // and (entry point `embed`) the embedding lookup y[t, :] = W[id_t, :] sharing the same dequantiser.
-// WGSL has no #include, so both entries live here. Work split: a workgroup owns ROWS = WG / LANES
+// Both entries live here to share the dequantiser. Work split: a workgroup owns ROWS = WG / LANES
 // rows x TT tokens; LANES threads stride over a row's 32-weight chunks, then reduce in shared memory.
 // f16 is unpacked with unpack2x16float (no shader-f16). 18/34-byte blocks are only 2-byte aligned,
 // so 32-bit words are assembled from two halves (`word_at`); buffers carry >= 1 word of padding.

@@ -12,9 +12,10 @@ import os
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
-from . import shaders
-from .backend import Kernel, KernelCache, round_up
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up, texture_rows
 from .limits import native_limits
+from .recorder import Recorder
+from .transfer import HostPage, StagingRing
 
 __all__ = ["Gpu", "HostPage", "Kernel"]
 
@@ -37,28 +38,22 @@ def _quiet_vulkan() -> None:
         os.environ["XDG_RUNTIME_DIR"] = path
 
 
-class Gpu:
+class Gpu(Recorder):
     """One wgpu device plus the caches that make repeated work cheap.
 
-    Dispatches are recorded into one open compute pass and submitted by `flush` (or implicitly by
-    `write`/`read`, which must see every earlier dispatch finished or ordered before them).
+    Dispatches are recorded into one open compute pass (`Recorder`) and submitted by `flush` (or
+    implicitly by `write`/`read`, which must see every earlier dispatch finished or ordered before them).
     """
 
     def __init__(self, device: Any, adapter: Any) -> None:
         import wgpu
 
+        super().__init__()
         self._wgpu = wgpu
         self.device = device
         self.adapter = adapter
         self.queue = device.queue
-        self._kernels = KernelCache()
-        self._bind_groups: dict[tuple, Any] = {}
-        self._encoder: Any = None
-        self._pass: Any = None
-        self.dispatch_count = 0
         self.limits = native_limits(device.limits)
-        self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
-        self._tape_clean = True  # no write, read or copy happened while taping
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
 
@@ -84,7 +79,7 @@ class Gpu:
         limits = adapter.limits
         wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-storage-buffers-per-shader-stage",
                   "max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
-                  "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension")
+                  "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension", "max-texture-dimension-2d")
         # host pages (`host_page`) are MAP_READ buffers the GPU copies from: a native wgpu feature
         features = [HOST_PAGE_FEATURE] if HOST_PAGE_FEATURE in adapter.features else []
         logging.getLogger("wgpu").addFilter(_quiet_host_page_feature)
@@ -101,13 +96,19 @@ class Gpu:
     def max_binding_bytes(self) -> int:
         return self.limits.max_binding_bytes
 
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination."""
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
+        whole 16-byte texels so any prefix of it can be copied into a word texture."""
         U = self._wgpu.BufferUsage
         usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
         self.limits.check_buffer(nbytes)
-        return self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=usage)
+        return self.device.create_buffer(size=max(16, round_up(nbytes, 16)), usage=usage)
 
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview or a numpy array).
@@ -193,7 +194,7 @@ class Gpu:
         """A page of host RAM (see `has_host_pages`) that `stream` copies from on the GPU, at PCIe speed
         and with no host-side copy."""
         U = self._wgpu.BufferUsage
-        return HostPage(self.device.create_buffer(size=max(16, round_up(nbytes, 4)), usage=U.MAP_READ | U.COPY_SRC))
+        return HostPage(self.device.create_buffer(size=max(16, round_up(nbytes, 16)), usage=U.MAP_READ | U.COPY_SRC))
 
     def fill_page(self, page: HostPage, data: Any, offset: int = 0) -> None:
         """Copy host bytes (a multiple of 4) into `page` at `offset` (4-aligned), after every GPU copy
@@ -214,9 +215,9 @@ class Gpu:
         self.copy(page.buffer, src_offset, dst, dst_offset, nbytes)
         page.encoder = self._encoder
 
-    def _staging_ring(self) -> _StagingRing:
+    def _staging_ring(self) -> StagingRing:
         if not hasattr(self, "_ring"):
-            self._ring = _StagingRing(self)
+            self._ring = StagingRing(self)
         return self._ring
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
@@ -269,93 +270,53 @@ class Gpu:
             self._sync_buf = self.buffer(16)
         self._read_after_recorded(self._sync_buf, 4, 0)
 
-    # ---- kernels ------------------------------------------------------------------------
-    def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
-        """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
-        cached = self._kernels.get(package, filename, entry, constants)
-        if cached is not None:
-            return cached
-        name = f"{package}/{filename}"
-        code = shaders.render(shaders.load_source(package, filename), constants, name=name)
+    # ---- the Recorder's calls on wgpu-py ---------------------------------------------------
+    def _compile(self, name: str, code: str, entry: str) -> Any:
         try:
             module = self.device.create_shader_module(label=name, code=code)
-            pipeline = self.device.create_compute_pipeline(
-                label=name, layout="auto", compute={"module": module, "entry_point": entry}
-            )
+            return self.device.create_compute_pipeline(label=name, layout="auto",
+                                                       compute={"module": module, "entry_point": entry})
         except Exception as exc:
             raise ShaderError(f"{name}: {exc}") from exc
-        kernel = Kernel(name, pipeline)
-        return self._kernels.put(package, filename, entry, constants, kernel)
 
-    def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
-        """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
-        if isinstance(groups, int):
-            groups = (groups,)
-        if max(groups) > self.limits.max_groups:
-            self.limits.check_groups(kernel.name, groups)
-        key = (id(kernel.pipeline), *map(id, buffers))
-        bind_group = self._bind_groups.get(key)
-        if bind_group is None:
-            self.limits.check_bindings(kernel.name, (b.size for b in buffers))
-            bind_group = self.device.create_bind_group(
-                layout=kernel.pipeline.get_bind_group_layout(0),
-                entries=[{"binding": i, "resource": {"buffer": b}} for i, b in enumerate(buffers)],
-            )
-            # keep the buffers alive with the bind group so ids cannot be reused while cached
-            self._bind_groups[key] = bind_group
-            self._bind_groups[(key, "refs")] = tuple(buffers)
-        if self._pass is None:
-            self._pass = self._open_encoder().begin_compute_pass()
-        self._pass.set_pipeline(kernel.pipeline)
-        self._pass.set_bind_group(0, bind_group)
-        self._pass.dispatch_workgroups(*groups)
-        self.dispatch_count += 1
-        if self._tape is not None:
-            self._tape.append((kernel.pipeline, bind_group, groups))
+    def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
+        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
+                   for i, b in enumerate(buffers)]
+        return self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
 
-    # ---- taping: record a step's dispatches once, replay them while the step's shape holds ----------
-    def start_tape(self) -> None:
-        """Remember every dispatch (and flush) from now on, for `replay`."""
-        self._tape, self._tape_clean = [], True
+    def _create_encoder(self) -> Any:
+        return self.device.create_command_encoder()
 
-    def stop_tape(self) -> list[Any] | None:
-        """The dispatches since `start_tape`, or None if a write, read or copy came between them (their
-        data would not be replayed)."""
-        tape, self._tape = self._tape, None
-        return tape if self._tape_clean else None
+    def _begin_pass(self, encoder: Any) -> Any:
+        return encoder.begin_compute_pass()
 
-    def _untaped(self) -> None:
-        """A write, read or copy: a tape being made now cannot be replayed (its data would be missing)."""
-        if self._tape is not None:
-            self._tape_clean = False
+    def _pass_ops(self, compute_pass: Any) -> tuple[Any, Any, Any]:
+        return compute_pass.set_pipeline, compute_pass.set_bind_group, compute_pass.dispatch_workgroups
 
-    def replay(self, tape: list[Any]) -> None:
-        """Record the taped dispatches again: same pipelines, bind groups and sizes, no Python per op."""
-        for entry in tape:
-            if entry is None:
-                self.flush()
-                continue
-            if self._pass is None:
-                self._pass = self._open_encoder().begin_compute_pass()
-            pipeline, bind_group, groups = entry
-            self._pass.set_pipeline(pipeline)
-            self._pass.set_bind_group(0, bind_group)
-            self._pass.dispatch_workgroups(*groups)
-            self.dispatch_count += 1
+    def _submit(self, encoder: Any) -> None:
+        self.queue.submit([encoder.finish()])
 
-    def forget_bindings(self) -> None:
-        """Drop cached bind groups (call after freeing many buffers)."""
-        self._bind_groups.clear()
+    def _create_texture(self, rows: int) -> WordTexture:
+        T = self._wgpu.TextureUsage
+        tex = self.device.create_texture(size=(TEXTURE_ROW_WORDS // 4, rows, 1), format="rgba32uint",
+                                         usage=T.TEXTURE_BINDING | T.COPY_DST)
+        return WordTexture(tex, tex.create_view(), rows)
 
-    def flush(self) -> None:
-        """Submit everything recorded so far."""
-        if self._tape is not None:
-            self._tape.append(None)
-        if self._encoder is None:
-            return
-        self._end_pass()
-        self.queue.submit([self._encoder.finish()])
-        self._encoder = None
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        encoder.copy_buffer_to_texture(
+            {"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytes_per_row": TEXTURE_ROW_BYTES,
+             "rows_per_image": rows},
+            {"texture": tex.texture, "origin": (0, first_row, 0)}, (width, rows, 1))
+
+    def write_texture(self, tex: WordTexture, data: Any) -> None:
+        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
+        view = memoryview(data).cast("B")
+        rows = texture_rows(-(-view.nbytes // 4))
+        padded = bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes)
+        self.queue.write_texture({"texture": tex.texture}, padded,
+                                 {"bytes_per_row": TEXTURE_ROW_BYTES, "rows_per_image": rows},
+                                 (TEXTURE_ROW_WORDS // 4, rows, 1))
 
     def is_lost(self) -> bool:
         """True when the device is unusable: wgpu-py 0.32 has no `device.lost`, so probe it (creating a
@@ -365,49 +326,4 @@ class Gpu:
         except Exception:  # noqa: BLE001 - any failure of the probe means the device is unusable
             return True
         return False
-
-    # ---- internals ----------------------------------------------------------------------
-    def _open_encoder(self) -> Any:
-        if self._encoder is None:
-            self._encoder = self.device.create_command_encoder()
-        return self._encoder
-
-    def _end_pass(self) -> None:
-        if self._pass is not None:
-            self._pass.end()
-            self._pass = None
-
-
-class HostPage:
-    """A host-RAM buffer the GPU copies from (`Gpu.host_page`); unmapped except while being filled."""
-
-    def __init__(self, buffer: Any) -> None:
-        self.buffer = buffer
-        self.encoder: Any = None  # the command encoder that last recorded a copy from this page
-
-
-class _StagingRing:
-    """MAP_WRITE staging buffers used in turn; one is re-mapped (waiting for its last copy) when reused."""
-
-    def __init__(self, gpu: Gpu, count: int = 4, chunk: int = 16 << 20, threads: int = 8) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        U = gpu._wgpu.BufferUsage
-        self.gpu, self.chunk = gpu, chunk
-        self.bufs = [gpu.device.create_buffer(size=chunk, usage=U.MAP_WRITE | U.COPY_SRC, mapped_at_creation=True)
-                     for _ in range(count)]
-        self.mapped = [True] * count
-        self.i = 0
-        self.pool = ThreadPoolExecutor(max_workers=threads)
-
-    def next(self) -> Any:
-        j = self.i
-        self.i = (self.i + 1) % len(self.bufs)
-        if not self.mapped[j]:
-            self.bufs[j].map_sync(self.gpu._wgpu.MapMode.WRITE)  # waits for the copy that last read it
-            self.mapped[j] = True
-        return self.bufs[j]
-
-    def submitted(self, buf: Any) -> None:
-        self.mapped[self.bufs.index(buf)] = False
 

@@ -14,4 +14,4 @@ def params(rows: int, dim: int, x_stride: int, y_stride: int, eps: float) -> byt
 
 def dispatch(gpu: Any, x: Any, w: Any, y: Any, prm: Any, rows: int) -> None:
     """Record y[r] = rmsnorm(x[r]) * w for `rows` rows; `prm` holds `params(...)`."""
-    gpu.dispatch(gpu.kernel("bonsai.ops", "rmsnorm.wgsl", WG=WG), [x, w, y, prm], rows)
+    gpu.dispatch(gpu.kernel(__package__, "rmsnorm.wgsl", WG=WG), [x, w, y, prm], rows)

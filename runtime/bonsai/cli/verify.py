@@ -1,0 +1,70 @@
+"""`bonsai verify attention`: the exactness matrix and the mutation checks on this machine's GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+
+import click
+
+from ..kv.attention.driver import VARIANTS
+
+
+@click.group()
+def verify() -> None:
+    """Run the runtime's self-checks on the current device (exit 1 if any fails)."""
+
+
+@verify.command()
+@click.option("--kv-len", default=64, show_default=True, help="Cached positions per case (window sizes 1..kv-len).")
+@click.option("--prefill", default=16, show_default=True, help="Tokens in the causal prefill block.")
+@click.option("--variant", type=click.Choice(["auto", *VARIANTS]), default="auto", show_default=True,
+              help="Attention kernel variant (auto: serial on CPU adapters, blocks on GPUs).")
+@click.option("--long/--no-long", default=True, show_default=True,
+              help="Also check caches of several default-size windows at the default model's shapes.")
+def attention(kv_len: int, prefill: int, variant: str, long: bool) -> None:
+    """Windowed == whole-cache attention, bit for bit, fp64-bounded; and six injected bugs caught."""
+    from ..diagnostics.exactness import (
+        LONG_KV_LEN,
+        LONG_WINDOWS,
+        check_mutation,
+        long_cases,
+        matrix,
+        run_long,
+        run_matrix,
+    )
+    from ..gpu.device import Gpu
+    from ..gpu.probe import loop_cap
+    from ..kv.attention.driver import Attention, Mutations, default_variant
+
+    if not 1 <= prefill < kv_len:
+        raise click.BadParameter(f"must be between 1 and kv-len - 1 ({kv_len - 1})", param_hint="--prefill")
+    gpu = Gpu.create()
+    variant = default_variant(gpu) if variant == "auto" else variant
+    click.echo(f"device: {gpu.description}; attention variant: {variant}")
+    cap = loop_cap(gpu)
+    span = Attention(gpu, 9, 3, 64, "f32", variant=variant).max_span(1)
+    click.echo(f"loop iterations per invocation: {'not capped' if cap is None else f'capped at {cap}'}; "
+               f"one fold dispatch covers at most {span} positions (head_dim 64)")
+    failed = 0
+    t0 = time.perf_counter()
+    for r in run_matrix(gpu, matrix(kv_len, prefill=prefill), variant=variant):
+        failed += not r.ok
+        click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.describe()}")
+    click.echo(f"exactness matrix: window sizes 1..{kv_len}, {time.perf_counter() - t0:.1f} s")
+    if long:
+        t0 = time.perf_counter()
+        for r in run_long(gpu, long_cases(), variant=variant):
+            failed += not r.ok
+            click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.describe()}")
+        click.echo(f"long caches: {LONG_KV_LEN} positions, windows {LONG_WINDOWS[0]} and {LONG_WINDOWS[1]} against "
+                   f"one, {time.perf_counter() - t0:.1f} s")
+    for f in dataclasses.fields(Mutations):
+        results = check_mutation(gpu, Mutations(**{f.name: True}), kv_len, prefill, variant)
+        caught = [r for r in results if not r.ok]
+        failed += not caught
+        how = f"caught by {len(caught)}/{len(results)} cases" if caught else "NOT CAUGHT"
+        click.echo(f"{'ok  ' if caught else 'FAIL'} mutation {f.name}: {how}")
+    click.echo("attention: all checks passed" if not failed else f"attention: {failed} check(s) FAILED")
+    sys.exit(1 if failed else 0)

@@ -1,1 +1,0 @@
-"""Subcommands of the `bonsai` CLI that run a model (run, chat, eval)."""
