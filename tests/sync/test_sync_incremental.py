@@ -135,3 +135,50 @@ def test_reading_the_new_plan_as_the_lock_would_be_caught(make_repo, monkeypatch
 
     monkeypatch.setattr(Workspace, "_locked_files", lambda self, surface, dest: self.plan(surface).by_rel())
     assert _dry_run_after_an_edit_and_a_hand_edit(make_repo, monkeypatch)[0] != DRY_RUN
+
+
+def _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch) -> bool:
+    """Edit two files and fail the sync once the new tree is staged (links and written files alike),
+    just before the swap: True when the dest is exactly as it was (same bytes, same inodes, no link
+    left to its files) and no temporary tree is left beside it."""
+    import bonsai_sync.swap
+
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    before = {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")}
+    inodes = _inodes(repo)
+    repo.write("src/app/b.py", "B = 2\n")
+    repo.write("src/app/c.py", "C = 2\n")
+    staged = []
+
+    def no_space(tree, dest):
+        staged.append(sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()))
+        raise OSError(errno.ENOSPC, "No space left on device", str(dest))
+
+    monkeypatch.setattr(bonsai_sync.swap, "install", no_space)
+    result = repo.run("sync")
+    assert (result.exit_code, result.stderr) == (2, "bonsai-sync: error: out/vendor: No space left on device; "
+                                                    "the surface was left as it was\n")
+    assert staged == [sorted(before)]  # the failure came after a complete tree was staged
+    links = {rel: os.stat(repo.root / "out/vendor" / rel).st_nlink for rel in before}
+    return (os.listdir(repo.root / "out") == ["vendor"] and _inodes(repo) == inodes and set(links.values()) == {1}
+            and {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")} == before)
+
+
+def test_a_failure_after_an_incremental_stage_leaves_the_surface_as_it_was(make_repo, monkeypatch):
+    assert _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch)
+
+
+def test_an_incremental_sync_that_writes_changed_files_in_place_would_be_caught(make_repo, monkeypatch):
+    """The bug a faster sync invites: update the changed files in the dest itself, not in the new tree."""
+    real = bonsai_sync.write.stage
+
+    def in_place(root, plan, lock_text, keep=frozenset()):
+        for planned in plan.files:
+            copy = root / plan.dest / planned.rel
+            if planned.rel not in keep and copy.exists():
+                copy.write_bytes((root / planned.source).read_bytes())
+        return real(root, plan, lock_text, keep)
+
+    monkeypatch.setattr(bonsai_sync.write, "stage", in_place)
+    assert not _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch)
