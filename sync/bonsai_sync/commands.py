@@ -24,7 +24,10 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
     plan = ws.plan(surface)
     rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
                   surface.compiled == "forbid", surface.python)
-    problems = verify_tree(tree, plan.dest, rules, ws.roots, ws.read_for_verify)
+    # each file's problems as the last verification of this surface found them (verify_tree keys them)
+    memo = dict(ws.verify_store.get(f"problems {surface.name}") or {})
+    problems = verify_tree(tree, plan.dest, rules, ws.roots, ws.read_for_verify, memo)
+    ws.verify_store.put(f"problems {surface.name}", memo)
     ws.verify_store.save()
     if problems:
         raise VerifyError(*problems)

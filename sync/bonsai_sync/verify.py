@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib.machinery as machinery
 import os
 import sys
@@ -14,9 +15,10 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from .errors import Diagnostic
-from .fsutil import walk_files
+from .fsutil import listing, walk_files
 from .verify_rules import imports_of
 
+_ALLOWED = set(sys.stdlib_module_names) | {"__future__"}
 _LOADERS = [
     (machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES),
     (machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
@@ -105,18 +107,28 @@ def read_file(data: bytes, package: tuple[str, ...], python: tuple[int, int]) ->
     return tuple((node.lineno, node.col_offset + 1, tuple(names), lazy) for node, names, lazy in sites), None
 
 
+# One file's problems: (line, col, message)
+Found = tuple[tuple[int, int, str], ...]
+
+
 def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
-                read: Callable[[bytes, tuple[str, ...], tuple[int, int]], Reading] = read_file) -> list[Diagnostic]:
+                read: Callable[[bytes, tuple[str, ...], tuple[int, int]], Reading] = read_file,
+                memo: dict[str, dict[str, Found]] | None = None) -> list[Diagnostic]:
     """Every import in `tree` (shown in messages as `shown_as/...`) that resolves outside it. Every
-    file is read and every import resolved in `tree` as it is now; `read` may answer from a cache of
-    `read_file` (a file's imports depend only on its bytes, its package and the Python)."""
+    file is read and its imports resolved in `tree` as it is now; `read` may answer from a cache of
+    `read_file` (a file's imports depend only on its bytes, its package and the Python). A file's
+    problems depend only on its bytes, its package, the rules and what a finder sees in `tree` and
+    `sources` (every folder and file name): with `memo` (kept by the caller between runs) they are
+    taken from the last run that saw exactly the same, so after an edit that adds or removes no
+    file only the changed files are resolved again; `memo` then holds this run's answers only."""
     problems = []
-    allowed = set(sys.stdlib_module_names) | {"__future__"}
     _locate.cache_clear()
     _finders.clear()
-    kind_in = find
-    tree_paths, source_paths = (str(tree),), tuple(str(s) for s in sources)
+    context = _context(tree, sources, rules) if memo is not None else ""
+    known = memo.get(context, {}) if memo is not None else {}
+    answers: dict[str, Found] = {}
     excluded = functools.cache(rules.excluded)
+    paths = (str(tree),), tuple(str(s) for s in sources)
     for path in walk_files(tree):
         rel = path.relative_to(tree)
         shown = f"{shown_as}/{rel.as_posix()}"
@@ -124,23 +136,52 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
             problems.append(Diagnostic(shown, 1, 1, 'a compiled module, and this surface has compiled = "forbid"'))
         if path.suffix != ".py":
             continue
-        sites, syntax = read(path.read_bytes(), rel.parent.parts, rules.python)
-        if syntax is not None:
-            problems.append(Diagnostic(shown, *syntax))
-            continue
-        for line, col, names, lazy in sites:
-            for name in names:
-                top = name.split(".")[0]
-                if excluded(name):
-                    message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
-                elif top in rules.third_party or top not in rules.first_party:
-                    ok = top in rules.third_party or top in allowed
-                    message = None if ok else f"imports {name!r}, a third-party name not allowed for this surface"
-                else:
-                    message = _missing(name, lambda n: kind_in(tree_paths, n), lambda n: kind_in(source_paths, n))
-                if message:
-                    problems.append(Diagnostic(shown, line, col, message))
+        data = path.read_bytes()
+        key = f"{hashlib.sha256(data).hexdigest()}:{'/'.join(rel.parent.parts)}" if memo is not None else ""
+        found = known.get(key)
+        if found is None:
+            found = _check_file(read(data, rel.parent.parts, rules.python), rules, excluded, paths)
+        answers[key] = found
+        problems.extend(Diagnostic(shown, *p) for p in found)
+    if memo is not None:
+        memo.clear()
+        memo[context] = answers
     return problems
+
+
+def _context(tree: Path, sources: list[Path], rules: Rules) -> str:
+    """A hash of everything besides a file's bytes and package that its problems depend on."""
+    hasher = hashlib.sha256(repr((sorted(rules.first_party), sorted(rules.third_party), rules.exclude,
+                                  rules.python, [str(s) for s in sources])).encode())
+    suffixes = tuple(machinery.SOURCE_SUFFIXES + machinery.EXTENSION_SUFFIXES)
+    for top in (tree, *sources):  # a finder sees folders and module files, nothing else
+        seen = [p for p in listing(top) if p.endswith("/") or p.endswith(suffixes)]
+        hasher.update(("\0".join(seen) + "\n").encode())
+    return hasher.hexdigest()
+
+
+def _check_file(reading: Reading, rules: Rules, excluded: Callable[[str], bool],
+                paths: tuple[tuple[str, ...], tuple[str, ...]]) -> Found:
+    """The problems of one file's imports (or its syntax error) against the rules and the two trees
+    (`paths`: the written tree's, then the sources')."""
+    sites, syntax = reading
+    tree_paths, source_paths = paths
+    if syntax is not None:
+        return (syntax,)
+    found = []
+    for line, col, names, lazy in sites:
+        for name in names:
+            top = name.split(".")[0]
+            if excluded(name):
+                message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
+            elif top in rules.third_party or top not in rules.first_party:
+                ok = top in rules.third_party or top in _ALLOWED
+                message = None if ok else f"imports {name!r}, a third-party name not allowed for this surface"
+            else:
+                message = _missing(name, lambda n: find(tree_paths, n), lambda n: find(source_paths, n))
+            if message:
+                found.append((line, col, message))
+    return tuple(found)
 
 
 def _missing(name: str, here_kind, there_kind) -> str | None:

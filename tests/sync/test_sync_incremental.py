@@ -182,3 +182,25 @@ def test_an_incremental_sync_that_writes_changed_files_in_place_would_be_caught(
 
     monkeypatch.setattr(bonsai_sync.write, "stage", in_place)
     assert not _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch)
+
+
+def test_a_verifier_memo_blind_to_the_tree_listing_would_be_caught(make_repo, monkeypatch):
+    """The memo keys each file's problems by what a finder sees; ignoring that would keep a.py's old
+    answer after c.py, which it imports, left the tree."""
+    monkeypatch.setattr(bonsai_sync.verify, "_context", lambda tree, sources, rules: "same")
+    assert not _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
+
+
+def test_after_an_edit_the_verifier_resolves_only_the_changed_file_until_a_file_comes_or_goes(make_repo, monkeypatch):
+    repo = make_repo(FILES)
+    assert repo.run("sync").exit_code == 0
+    resolved = []
+    real = bonsai_sync.verify._check_file
+    monkeypatch.setattr(bonsai_sync.verify, "_check_file", lambda reading, *a: resolved.append(reading) or real(reading, *a))
+    repo.write("src/app/b.py", "B = 2\n")
+    assert repo.run("sync").exit_code == 0
+    assert len(resolved) == 1
+    repo.write("src/app/b.py", "B = 3\nfrom . import d\n")
+    repo.write("src/app/d.py", "D = 1\n")
+    assert repo.run("sync").exit_code == 0
+    assert len(resolved) == 1 + 6  # a new file: all six are resolved again in the new tree
