@@ -3,6 +3,7 @@ facts, the target Python, the scanner and the tool version (TOML)."""
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ _HEADER = "# Written by bonsai-sync; do not edit. `bonsai-sync check` compares t
 
 def render(plan: Plan) -> str:
     """The lock file's text for `plan` (stable: same plan, same bytes). A module's `scan` is a TOML
-    literal string: factcodec's JSON holds no single quote, and a literal string is read fast."""
+    literal string: factcodec's JSON holds no single quote, and a literal string is read fast. It
+    opens with a tag binding it to the file's sha256, the Python and the scanner (`binding`): a line
+    is all a text merge moves, so a lock that git merged from two versions (one side's `sha256`, the
+    other's `scan`) cannot pass one file's facts off as another's."""
     import tomli_w
 
     head = {"tool": "bonsai-sync", "version": __version__, "format": LOCK_FORMAT, "surface": plan.surface,
@@ -32,7 +36,7 @@ def render(plan: Plan) -> str:
         if f.executable:
             parts.append("executable = true\n")
         if f.scan:
-            parts.append(f"scan = '{f.scan}'\n")
+            parts.append(f"scan = '{binding(f.sha256, plan.python, plan.scanner)} {f.scan}'\n")
     return "".join(parts)
 
 
@@ -68,23 +72,31 @@ def files_of(dest: Path, data: dict[str, Any] | None) -> dict[str, PlannedFile] 
     try:
         return {
             e["path"]: PlannedFile(e["path"], e["source"], e["sha256"], e.get("kind", "module"), e.get("platform", ""),
-                                   bool(e.get("executable", False)), e.get("scan", ""))
+                                   bool(e.get("executable", False)), e.get("scan", "").partition(" ")[2])
             for e in data.get("file", [])
         }
     except (KeyError, TypeError, AttributeError) as exc:
         raise _unreadable(dest, exc) from None
 
 
+def binding(sha256: str, python: str, scanner: str) -> str:
+    """The tag a `scan` record opens with: it holds for facts made of these bytes, for this Python, by this scanner."""
+    return hashlib.sha256(f"{sha256}:{python}:{scanner}".encode()).hexdigest()[:16]
+
+
 def recorded_scans(data: dict[str, Any] | None, scanner: str) -> dict[str, str]:
     """`sha256:python -> encoded facts` for each module parsed lock `data` records, when `scanner`
-    wrote it; {} when there is no lock or another scanner wrote it (its facts are not to be trusted)."""
+    wrote it and the record's tag binds it to that entry's sha256; {} when there is no lock or another
+    scanner wrote it (its facts are not to be trusted)."""
     if data is None or data.get("scanner") != scanner or data.get("format") != LOCK_FORMAT:
         return {}
     python = data.get("python")
     found = {}
     for entry in data.get("file", []):
         if isinstance(entry, dict) and isinstance(entry.get("scan"), str) and isinstance(entry.get("sha256"), str):
-            found[f"{entry['sha256']}:{python}"] = entry["scan"]
+            tag, _, text = entry["scan"].partition(" ")
+            if tag == binding(entry["sha256"], str(python), scanner):
+                found[f"{entry['sha256']}:{python}"] = text
     return found
 
 

@@ -92,7 +92,7 @@ class Workspace:
         tree and resolves every import in it; only an unchanged file's parse is skipped)."""
         from .verify import read_file
 
-        key = f"{hashlib.sha256(data).hexdigest()}:{'/'.join(package)}:{python[0]}.{python[1]}"
+        key = f"reading 2 {hashlib.sha256(data).hexdigest()}:{'/'.join(package)}:{python[0]}.{python[1]}"
         found = self.verify_store.get(key)
         if found is None:
             found = read_file(data, package, python)

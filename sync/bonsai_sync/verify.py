@@ -38,6 +38,9 @@ class Rules:
     # compiled = "forbid": the tree must hold no extension module
     forbid_compiled: bool = False
     python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+    # the dotted name of the dest inside the package that holds it ("bonsai_tenant._vendor"), or None
+    # when the dest is a sys.path root: inside a package, the copy must import itself relatively
+    package: str | None = None
 
     def excluded(self, name: str) -> bool:
         parts = name.split(".")
@@ -54,6 +57,24 @@ def first_party_names(roots: list[Path]) -> set[str]:
             if stem.isidentifier() and stem != "__pycache__" and (entry.is_dir() or is_module):
                 names.add(stem)
     return names
+
+
+def enclosing_package(dest: Path) -> str | None:
+    """The dotted name `dest` has inside the packages holding it (`bonsai_tenant._vendor`), or None
+    when its parent folder is no package (then `dest` is a sys.path root of its own)."""
+    parts = [dest.name]
+    parent = dest.parent
+    while (parent / "__init__.py").is_file() and parent != parent.parent:
+        parts.insert(0, parent.name)
+        parent = parent.parent
+    return ".".join(parts) if len(parts) > 1 else None
+
+
+def _absolute(node: ast.stmt | ast.Call, names: list[str]) -> list[str]:
+    """The names an import site spells absolutely (a relative `from . import x` spells none)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else []
+    return names if isinstance(node, ast.Import | ast.Call) else []
 
 
 def find(paths: tuple[str, ...], name: str) -> str | None:
@@ -89,8 +110,9 @@ def _locate(paths: tuple[str, ...], name: str) -> tuple[str | None, tuple[str, .
     return ("namespace", tuple(portions)) if portions else (None, ())
 
 
-# One import the verifier read: (line, col, absolute module names, lazy: in a function or under an undecided `if`)
-Site = tuple[int, int, tuple[str, ...], bool]
+# One import the verifier read: (line, col, absolute module names, lazy: in a function or under an
+# undecided `if`, the names the site spells absolutely)
+Site = tuple[int, int, tuple[str, ...], bool, tuple[str, ...]]
 # What the verifier reads of one file: its import sites, or its syntax error as (line, col, message)
 Reading = tuple[tuple[Site, ...], tuple[int, int, str] | None]
 
@@ -104,7 +126,8 @@ def read_file(data: bytes, package: tuple[str, ...], python: tuple[int, int]) ->
         line, col = (exc.lineno or 1, exc.offset or 1) if isinstance(exc, SyntaxError) else (1, 1)
         return (), (line, col, f"syntax error: {getattr(exc, 'msg', exc)}")
     sites = imports_of(module, list(package), python, data)
-    return tuple((node.lineno, node.col_offset + 1, tuple(names), lazy) for node, names, lazy in sites), None
+    return tuple((node.lineno, node.col_offset + 1, tuple(names), lazy, tuple(_absolute(node, names)))
+                 for node, names, lazy in sites), None
 
 
 # One file's problems: (line, col, message)
@@ -129,6 +152,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
     answers: dict[str, Found] = {}
     excluded = functools.cache(rules.excluded)
     paths = (str(tree),), tuple(str(s) for s in sources)
+    own = first_party_names([tree]) & rules.first_party if rules.package else set()
     for path in walk_files(tree):
         rel = path.relative_to(tree)
         shown = f"{shown_as}/{rel.as_posix()}"
@@ -140,7 +164,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
         key = f"{hashlib.sha256(data).hexdigest()}:{'/'.join(rel.parent.parts)}" if memo is not None else ""
         found = known.get(key)
         if found is None:
-            found = _check_file(read(data, rel.parent.parts, rules.python), rules, excluded, paths)
+            found = _check_file(read(data, rel.parent.parts, rules.python), rules, excluded, paths, own)
         answers[key] = found
         problems.extend(Diagnostic(shown, *p) for p in found)
     if memo is not None:
@@ -152,7 +176,7 @@ def verify_tree(tree: Path, shown_as: str, rules: Rules, sources: list[Path],
 def _context(tree: Path, sources: list[Path], rules: Rules) -> str:
     """A hash of everything besides a file's bytes and package that its problems depend on."""
     hasher = hashlib.sha256(repr((sorted(rules.first_party), sorted(rules.third_party), rules.exclude,
-                                  rules.python, [str(s) for s in sources])).encode())
+                                  rules.python, rules.package, [str(s) for s in sources])).encode())
     suffixes = tuple(machinery.SOURCE_SUFFIXES + machinery.EXTENSION_SUFFIXES)
     for top in (tree, *sources):  # a finder sees folders and module files, nothing else
         seen = [p for p in listing(top) if p.endswith("/") or p.endswith(suffixes)]
@@ -161,15 +185,21 @@ def _context(tree: Path, sources: list[Path], rules: Rules) -> str:
 
 
 def _check_file(reading: Reading, rules: Rules, excluded: Callable[[str], bool],
-                paths: tuple[tuple[str, ...], tuple[str, ...]]) -> Found:
+                paths: tuple[tuple[str, ...], tuple[str, ...]], own: set[str]) -> Found:
     """The problems of one file's imports (or its syntax error) against the rules and the two trees
-    (`paths`: the written tree's, then the sources')."""
+    (`paths`: the written tree's, then the sources'); `own`: the tree's top-level names that must be
+    imported relatively (the copy lives inside package `rules.package`)."""
     sites, syntax = reading
     tree_paths, source_paths = paths
     if syntax is not None:
         return (syntax,)
     found = []
-    for line, col, names, lazy in sites:
+    for line, col, names, lazy, spelled in sites:
+        for name in (n for n in spelled if n.split(".")[0] in own):
+            found.append((line, col, (
+                f"imports {name!r} absolutely, but this copy lives inside package {rules.package!r} "
+                f"(as '{rules.package}.{name.split('.')[0]}'); import it relatively (from . import ...), or it "
+                "finds another copy, or none, at run time")))
         for name in names:
             top = name.split(".")[0]
             if excluded(name):

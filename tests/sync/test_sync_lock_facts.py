@@ -11,10 +11,11 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import bonsai_sync.factcodec as codec
+import bonsai_sync.lock
 import bonsai_sync.scan
 from bonsai_sync.cache import scanner_id
 from bonsai_sync.facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
-from bonsai_sync.lock import files_of, recorded_scans, render
+from bonsai_sync.lock import binding, files_of, recorded_scans, render
 from bonsai_sync.plan import Plan, PlannedFile
 from bonsai_sync.scan import scan
 
@@ -91,7 +92,9 @@ def test_the_lock_records_the_facts_of_each_scanned_module(synced_leaf):
     for entry in lock["file"]:
         source = synced_leaf.root / entry["source"]
         if entry["path"].endswith(".py"):
-            assert codec.decode(entry["scan"]) == scan(source.read_text())
+            tag, _, record = entry["scan"].partition(" ")
+            assert tag == binding(entry["sha256"], lock["python"], lock["scanner"])
+            assert codec.decode(record) == scan(source.read_text())
         else:
             assert "scan" not in entry
 
@@ -125,7 +128,7 @@ def test_a_damaged_record_is_parsed_again_and_the_lock_is_out_of_date(scenario, 
     assert (result.exit_code, result.stdout) == (1, "out/vendor/bonsai-sync.lock: bonsai-sync.lock is out of date\n")
     assert parsed == [repo.read("src/app/helper.py")]
     assert repo.run("--no-cache", "sync").exit_code == 0
-    assert json.loads(next(e for e in _lock(repo)["file"] if e["path"] == "app/helper.py")["scan"]) is not None
+    assert json.loads(next(e for e in _lock(repo)["file"] if e["path"] == "app/helper.py")["scan"].split(" ", 1)[1])
     assert repo.run("--no-cache", "check").exit_code == 0
 
 
@@ -139,3 +142,29 @@ def test_the_lock_reads_back_what_it_recorded(rows):
     assert files_of(Path("out"), data) == {f.rel: f for f in files}
     assert recorded_scans(data, "2-x") == {f"{f.sha256}:3.11": f.scan for f in files}
     assert recorded_scans(data, "2-y") == {}
+
+
+def _merged_lock_verdict(make_repo) -> tuple[int, str]:
+    """What a cold check says of a lock git merged from two versions: main.py's `sha256` line from the
+    newer one (it now imports d.py), its `scan` line from the older one (it did not)."""
+    repo = make_repo({"src/app/main.py": "from . import a\n", "src/app/a.py": "A = 1\n"})
+    assert repo.run("--no-cache", "sync").exit_code == 0
+    old = {e["path"]: e["scan"] for e in _lock(repo)["file"]}
+    repo.write("src/app/main.py", "from . import a, d\n")
+    repo.write("src/app/d.py", "D = 1\n")
+    assert repo.run("--no-cache", "sync").exit_code == 0
+    new = {e["path"]: e["scan"] for e in _lock(repo)["file"]}
+    text = repo.read("out/vendor/bonsai-sync.lock")
+    repo.write("out/vendor/bonsai-sync.lock", text.replace(f"scan = '{new['app/main.py']}'", f"scan = '{old['app/main.py']}'"))
+    result = repo.run("--no-cache", "check")
+    return result.exit_code, result.stdout
+
+
+def test_a_lock_merged_from_two_versions_does_not_lend_one_file_another_s_facts(make_repo):
+    assert _merged_lock_verdict(make_repo) == (1, "out/vendor/bonsai-sync.lock: bonsai-sync.lock is out of date\n")
+
+
+def test_records_trusted_without_their_binding_would_be_caught(make_repo, monkeypatch):
+    monkeypatch.setattr(bonsai_sync.lock, "binding", lambda sha256, python, scanner: "tag")
+    code, stdout = _merged_lock_verdict(make_repo)
+    assert (code, stdout) == (1, "out/vendor/app/d.py: extra (not needed by the closure)\n")

@@ -117,3 +117,18 @@ def test_required_tool_choice_with_a_random_model_still_calls_validly(seed):
     loop = ToolLoop(random_model, tok, REGISTRY, prompt, max_steps=1, tool_choice="required")
     step = loop.run("anything").steps[0]
     assert len(step.results) == 1 and isinstance(step.events[0], ToolCallEvent), step.output
+
+
+@pytest.mark.parametrize("echo", [
+    "<tool_response>\n391\n</tool_response>",  # what SmolLM2 writes after a calculator result
+    "<tool_response>391</tool_response>",
+    "<tool_response>\n391\n</tool_response>\n",
+])
+def test_an_echoed_tool_response_block_is_not_the_answer(echo):
+    """Small models copy the tool turn's markup into their reply: the answer is what it wrapped."""
+    streamed: list[str] = []
+    loop, _ = make_loop([CALL, echo], on_text=streamed.append)
+    result = loop.run("What is 17 * 23?")
+    assert result.finished and result.answer == "391"
+    assert "<tool_response>" not in "".join(streamed) and "</tool_response>" not in "".join(streamed)
+    assert result.messages[-1] == {"role": "assistant", "content": "391"}  # the history holds no markup either
