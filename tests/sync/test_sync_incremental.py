@@ -92,14 +92,20 @@ def test_a_verifier_that_checks_only_written_files_would_be_caught(make_repo, mo
     assert not _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
 
 
-def test_the_verifier_parses_only_files_it_has_not_read_before(make_repo, monkeypatch):
+def _synced_after_an_edit(make_repo, monkeypatch, counted: str):
+    """Sync, count the calls of `bonsai_sync.verify.<counted>` (by first argument), edit b.py, sync again."""
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
-    read = []
-    real = bonsai_sync.verify.read_file
-    monkeypatch.setattr(bonsai_sync.verify, "read_file", lambda data, *a: read.append(data) or real(data, *a))
+    calls: list = []
+    real = getattr(bonsai_sync.verify, counted)
+    monkeypatch.setattr(bonsai_sync.verify, counted, lambda first, *a: calls.append(first) or real(first, *a))
     repo.write("src/app/b.py", "B = 2\n")
     assert repo.run("sync").exit_code == 0
+    return repo, calls
+
+
+def test_the_verifier_parses_only_files_it_has_not_read_before(make_repo, monkeypatch):
+    repo, read = _synced_after_an_edit(make_repo, monkeypatch, "read_file")
     assert read == [b"B = 2\n"]
     repo.write("src/app/b.py", "B = 3\n")
     assert repo.run("--no-cache", "sync").exit_code == 0  # no cache: every file is read again
@@ -192,13 +198,7 @@ def test_a_verifier_memo_blind_to_the_tree_listing_would_be_caught(make_repo, mo
 
 
 def test_after_an_edit_the_verifier_resolves_only_the_changed_file_until_a_file_comes_or_goes(make_repo, monkeypatch):
-    repo = make_repo(FILES)
-    assert repo.run("sync").exit_code == 0
-    resolved = []
-    real = bonsai_sync.verify._check_file
-    monkeypatch.setattr(bonsai_sync.verify, "_check_file", lambda reading, *a: resolved.append(reading) or real(reading, *a))
-    repo.write("src/app/b.py", "B = 2\n")
-    assert repo.run("sync").exit_code == 0
+    repo, resolved = _synced_after_an_edit(make_repo, monkeypatch, "_check_file")
     assert len(resolved) == 1
     repo.write("src/app/b.py", "B = 3\nfrom . import d\n")
     repo.write("src/app/d.py", "D = 1\n")
