@@ -255,16 +255,17 @@ def main() -> None:
 
     # as installed: with PYTHONDONTWRITEBYTECODE set, every child would compile it again
     compileall.compile_dir(Path(bonsai_sync.__file__).parent, quiet=1)
-    results = []
+    results: list[dict] = []
+    meta = {"python": sys.version.split()[0], "machine": platform.machine(), "cpus": os.cpu_count(),
+            "repeat": args.repeat, "bonsai_sync": str(Path(bonsai_sync.__file__).parent), "load_average": []}
     with tempfile.TemporaryDirectory(prefix="sync-bench-") as tmp:
         for tree in make_trees(Path(tmp), set(args.trees.split(","))):
             print(f"measuring {tree.name} ...", flush=True)
             results.append(measure(tree, args.repeat))
-    print(table(results))
-    meta = {"python": sys.version.split()[0], "machine": platform.machine(), "cpus": os.cpu_count(),
-            "repeat": args.repeat, "bonsai_sync": str(Path(bonsai_sync.__file__).parent),
-            "load_average": os.getloadavg()}
-    write_results(args.out, {"meta": meta, "results": results, "table": table(results)})
+            # after each tree, so that a slow tree on a shared machine does not cost the others' figures
+            meta["load_average"].append([tree.name, os.getloadavg()])
+            print(table(results), flush=True)
+            write_results(args.out, {"meta": meta, "results": results, "table": table(results)})
 
 
 if __name__ == "__main__":
