@@ -106,7 +106,7 @@ def tenant_venv(tenant_wheel, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """A tiny random qwen3 GGUF (ChatML specials, 8,192 positions): a real model the GPU runs quickly."""
-    from tests.runtime.model.synthetic import write_tiny_gguf
+    from tests.helpers.synthetic import write_tiny_gguf
 
     return write_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny.gguf", context_length=8192)
 

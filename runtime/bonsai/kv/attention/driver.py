@@ -249,7 +249,7 @@ class Attention:
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
         """out = acc / l."""
         params = self.call_params(pos_base, n_q)
-        self.gpu.dispatch(self.finalize, [params, state, out_buf], (workgroups(n_q * self.n_heads),))
+        self.gpu.dispatch(self.finalize, [params, state, out_buf], grid(workgroups(n_q * self.n_heads * self.head_dim)))
 
     def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
                windows: list[Window]) -> None:

@@ -18,7 +18,7 @@ from bonsai.gpu.device import Gpu
 from bonsai.kv.attention.driver import Attention
 from bonsai.kv.cache import KVCache
 from bonsai.kv.errors import KVError
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 
 def limited(gpu, **limits):

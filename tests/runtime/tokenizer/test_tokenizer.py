@@ -241,7 +241,7 @@ def test_unknown_pre_tokenizer_is_named():
 
 
 def test_qwen2_tokenizer_of_the_synthetic_model_matches_hf(tmp_path):
-    from tests.runtime.model.synthetic import write_tiny_gguf
+    from tests.helpers.synthetic import write_tiny_gguf
 
     tok = Tokenizer.from_gguf(GGUFReader(write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3")))
     assert tok.pre == "qwen2" and tok.vocab_size > 256

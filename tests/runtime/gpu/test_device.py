@@ -139,10 +139,10 @@ def test_a_tape_replays_its_dispatches_and_refuses_a_tape_with_a_write_inside(gp
     from bonsai.ops import argmax
 
     kernel = gpu.kernel("bonsai.ops", "argmax.wgsl", WG=argmax.WG)
-    x, out = gpu.upload(struct.pack("<4f", 1.0, 5.0, 2.0, 3.0)), gpu.buffer(4)
-    prm = gpu.upload(argmax.params(4, 0))
+    x, out = gpu.upload(struct.pack("<4f", 1.0, 5.0, 2.0, 3.0)), gpu.buffer(8)
+    prm, hist = gpu.upload(argmax.params(4, 0)), gpu.buffer(16)
     gpu.start_tape()
-    gpu.dispatch(kernel, [x, out, prm], 1)
+    gpu.dispatch(kernel, [x, out, prm, hist], 1)
     tape = gpu.stop_tape()
     assert tape is not None and len(tape) == 1
     gpu.write(out, struct.pack("<I", 99))
@@ -150,6 +150,6 @@ def test_a_tape_replays_its_dispatches_and_refuses_a_tape_with_a_write_inside(gp
     gpu.replay(tape)
     assert struct.unpack("<I", gpu.read(out, 4))[0] == 1 and gpu.dispatch_count == before + 1
     gpu.start_tape()
-    gpu.dispatch(kernel, [x, out, prm], 1)
+    gpu.dispatch(kernel, [x, out, prm, hist], 1)
     gpu.write(x, struct.pack("<4f", 9.0, 0.0, 0.0, 0.0))
     assert gpu.stop_tape() is None

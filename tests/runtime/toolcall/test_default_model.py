@@ -2,7 +2,7 @@
 "What is 17 * 23? Use the calculator." gives a call that parses and validates, then 391.
 
 Two drivers of the same weights: the numpy reference forward pass (CPU, ~15-40 s here) and the
-GPU engine (lavapipe, ~3 minutes here). Both are slow tests: `pytest -m slow tests/runtime/tools`.
+GPU engine (lavapipe, ~3 minutes here). Both are slow tests: `pytest -m slow tests/runtime/toolcall`.
 """
 
 from __future__ import annotations

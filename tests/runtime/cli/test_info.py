@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from bonsai.cli import main
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 
 def test_info_on_the_default_model():

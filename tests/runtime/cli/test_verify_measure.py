@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +36,31 @@ def test_verify_attention_exits_1_when_windows_drop_positions(gpu, monkeypatch):
     result = CliRunner().invoke(main, ["verify", "attention", "--kv-len", "8", "--prefill", "2", "--no-long"])
     assert result.exit_code == 1
     assert "FAIL f32 heads 4/4 hd 64 kv 8 decode: bits differ at window sizes" in result.output
+
+
+def test_verify_model_force_decodes_on_this_device_and_exits_0(gpu):
+    # short here (the real 1,100 tokens run in tests/runtime/engine/test_long_forced_decoding.py):
+    # 70 tokens in 64-position windows fill one q4res group, so its quantised path is compared too
+    result = CliRunner().invoke(main, ["verify", "model", "--tokens", "70", "--kv", "q4res", "--window", "64"])
+    assert result.exit_code == 0, result.output
+    assert "ok   kv q4res  window    64: 70 tokens, argmax agreement" in result.output
+    assert result.output.rstrip().endswith("model: all checks passed")
+
+
+def test_verify_model_exits_1_when_attention_drops_positions(gpu, monkeypatch):
+    real = attention.Attention.pieces
+    monkeypatch.setattr(attention.Attention, "pieces", lambda self, wins, n_q: [
+        dataclasses.replace(w, end=min(w.end, w.start + 20)) for w in real(self, wins, n_q)])
+    result = CliRunner().invoke(main, ["verify", "model", "--tokens", "40", "--kv", "f32", "--window", "2048"])
+    assert result.exit_code == 1, result.output
+    assert "FAIL kv f32    window  2048: 40 tokens" in result.output
+    first_bad = int(re.search(r"first \|Δ\| > 0.01 at (\d+)", result.output).group(1))
+    assert first_bad > 20, result.output  # positions that see at most 20 earlier ones are still right
+
+
+def test_verify_model_names_an_unknown_kv_mode_before_loading_anything():
+    result = CliRunner().invoke(main, ["verify", "model", "--kv", "q5"])
+    assert result.exit_code == 2 and "KV mode must be one of" in result.output
 
 
 def test_synthetic_error_changes_with_context_length():

@@ -1,7 +1,7 @@
 """Write tiny random llama / qwen3 GGUF models (with a tiny byte-level BPE vocab) for tests.
 
 Usage (from any test; run pytest from the repo root so `tests` is importable):
-    from tests.runtime.model.synthetic import write_tiny_gguf
+    from tests.helpers.synthetic import write_tiny_gguf
     path = write_tiny_gguf(tmp_path / "tiny.gguf", arch="qwen3", weight_type="Q8_0")
 
 Defaults: 2 layers, dim 64, 4 heads, 2 KV heads, head_dim 32, ffn 128, ~300-token vocab, tied output.

@@ -11,7 +11,7 @@ import pytest
 
 from bonsai.gguf import GGMLType
 from bonsai.reference import ReferenceModel, dequantize_q1_0, perplexity, quantize_q1_0
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 PARAGRAPH = (
     "The Industrial Revolution began in Great Britain in the late eighteenth century and spread to other "

@@ -23,7 +23,7 @@ def golden(name: str) -> list[dict]:
     return json.loads((HERE / f"{name}.events.json").read_text(encoding="utf-8"))
 
 
-if __name__ == "__main__":  # regenerate the goldens: python tests/runtime/tools/recorded_outputs.py
+if __name__ == "__main__":  # regenerate the goldens: python tests/runtime/toolcall/recorded_outputs.py
     from bonsai.toolcall.parser import parse_text
 
     for stem, text in SAMPLES.items():

@@ -127,5 +127,5 @@ def test_sync_host_brings_back_extra_bytes_in_the_same_readback(gpu):
     assert plain.sync_host() == b""
     assert bytes(with_token.master.layers[0]) == bytes(plain.master.layers[0]) and with_token.length == [5]
     assert with_token.sync_host(also=(token, 8)) == np.array([123456789, 7], np.uint32).tobytes()  # nothing pending
-    with pytest.raises(KVError, match="1..64 bytes"):
-        with_token.sync_host(also=(token, 65))
+    with pytest.raises(KVError, match="1..256 bytes"):
+        with_token.sync_host(also=(token, 257))

@@ -8,8 +8,7 @@ from click.testing import CliRunner
 
 from bonsai.cli import main
 from bonsai.toolcall.parser import parse_text
-
-from .recorded_outputs import HERE, REGISTRY, SAMPLES, as_json
+from tests.runtime.toolcall.recorded_outputs import HERE, REGISTRY, SAMPLES, as_json
 
 
 def test_list_prints_one_spec_per_tool():

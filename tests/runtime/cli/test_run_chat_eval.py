@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from bonsai.cli import main
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)  # see test_synthetic_models
 
