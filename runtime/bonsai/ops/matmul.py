@@ -34,7 +34,7 @@ def lanes_for(k: int, q: QType) -> int:
 
 
 # CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
-CPU_ROWS, CPU_TOKENS = 4, 4
+CPU_ROWS, CPU_TOKENS = 8, 4
 PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
 
 
