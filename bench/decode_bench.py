@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from bonsai.engine.native import load_engine
+from bonsai.gpu.recorder import Recorder
+from bonsai.kv.attention import driver
+from bonsai.kv.format.modes import MODES
 from bonsai.models import resolve_model
 from bonsai.reference import ReferenceModel
 
@@ -81,7 +84,7 @@ def dispatch_cost_us(gpu, n=2000):
     """Python-side cost of recording one dispatch in a shared pass (cached pipeline and bind group)."""
     import numpy as np
 
-    k = gpu.kernel("bonsai.kv", "finalize.wgsl", HEAD_DIM=64, BLOCKS=False)
+    k = gpu.kernel("bonsai.kv.attention", "finalize.wgsl", HEAD_DIM=64, FOLDS=1)
     prm = gpu.upload(np.array([0, 0, 1, 1, 0, 0, 0, 0], np.uint32))  # n_q * n_heads = 0: no work
     st, out = gpu.buffer(1024), gpu.buffer(1024)
     gpu.dispatch(k, [prm, st, out], 1)
@@ -96,7 +99,11 @@ def dispatch_cost_us(gpu, n=2000):
 
 
 def bench_gpu(a, ids):
-    engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False)
+    if a.gpu_kernels:  # every kernel choice reads `is_cpu` (matmul upload, norm fusion, attention variant)
+        Recorder.is_cpu = property(lambda self: False)  # type: ignore[method-assign,assignment]
+    if a.block is not None:
+        driver.BLOCK = a.block  # read when the cache makes its Attention
+    engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps)
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
@@ -122,8 +129,11 @@ def bench_gpu(a, ids):
     d0, s0, w0, r0, p0 = engine.gpu.dispatch_count, q.submits, q.writes, q.reads, passes[0]
     replays0 = engine.model.replays
     t0 = time.perf_counter()
-    for _ in range(a.new_tokens):
-        tok = engine._step([tok], argmax=True)
+    done = 0
+    while done < a.new_tokens:  # as `Engine.generate` decodes greedily: blocks of resident steps
+        k = min(a.resident_steps, a.new_tokens - done)
+        tok = engine._steps_on_gpu(tok, k, lambda j: None)[-1] if a.resident_steps > 1 else engine._step([tok], argmax=True)
+        done += k
     decode_s = time.perf_counter() - t0
     n = a.new_tokens
     disp = (engine.gpu.dispatch_count - d0) / n
@@ -142,8 +152,10 @@ def bench_gpu(a, ids):
 
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
+                  + f", {a.resident_steps} steps/readback" + (f", block {a.block}" if a.block else "")
+                  + (", GPU kernels" if a.gpu_kernels else "")
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
-        "prefill_tok_s": len(ids) / prefill_s,
+        "prefill_tok_s": len(pf_ids) / prefill_s,  # the timed prefill (was len(ids): the decode context)
         "decode_tok_s": n / decode_s,
         "dispatches_per_token": disp,
         **counts,
@@ -212,13 +224,20 @@ def main() -> None:
     p.add_argument("--new-tokens", type=int, default=16)
     p.add_argument("--prefill-tokens", type=int, default=None, help="prefill timing length (default: prompt)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
-    p.add_argument("--kv", default="f32", choices=["f32", "q4", "q4r"])
+    p.add_argument("--kv", default="f32", choices=sorted(MODES))
     p.add_argument("--window", type=int, default=2048)
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=None,
                    help="submit every N layers (0: once per step; default: the engine's)")
     p.add_argument("--variant", default="auto", help="attention kernel variant: auto, serial, blocks")
+    p.add_argument("--resident-steps", type=int, default=16,
+                   help="greedy decode steps on the GPU per readback (1: one readback per token, the old loop)")
+    p.add_argument("--block", type=int, default=None,
+                   help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
+    p.add_argument("--gpu-kernels", action="store_true",
+                   help="on a CPU adapter (lavapipe) take the GPU kernels anyway (buffer matmuls with fused norms, "
+                        "blocks attention): a GPU run's dispatch counts, at the CPU's speed")
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,17 @@ from . import __version__
 CACHE_DIR = ".bonsai-sync-cache"
 # bump when the scanner's output changes shape or meaning, so old facts are not reused
 SCANNER_VERSION = "2"
+
+
+@functools.cache
+def scanner_id() -> str:
+    """SCANNER_VERSION and a hash of the scanner's own source (scan/, facts.py, factcodec.py): facts
+    another scanner made are never reused, from the cache or from a lock."""
+    here = Path(__file__).parent
+    hasher = sha256(SCANNER_VERSION.encode())
+    for path in sorted([*(here / "scan").glob("*.py"), here / "facts.py", here / "factcodec.py"]):
+        hasher.update(path.name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return f"{SCANNER_VERSION}-{hasher.hexdigest()[:12]}"
 
 
 def ensure_folder(folder: Path) -> None:
@@ -28,7 +41,7 @@ class Store:
     A missing or unreadable cache is simply empty (it is only ever an optimisation)."""
 
     def __init__(self, folder: Path | None, name: str) -> None:
-        self.path = folder / f"{name}-{__version__}-{SCANNER_VERSION}.pickle" if folder else None
+        self.path = folder / f"{name}-{__version__}-{scanner_id()}.pickle" if folder else None
         self._data: dict[str, Any] | None = None
         self.dirty = False
 

@@ -46,7 +46,7 @@ class _Group(click.Group):
 def _workspace(ctx: click.Context):
     from .pipeline import Workspace
 
-    return Workspace(ctx.obj["root"], use_cache=not ctx.obj["no_cache"])
+    return Workspace(ctx.obj["root"], use_cache=not ctx.obj["no_cache"], rescan=ctx.obj["rescan"])
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,11 +58,13 @@ def _workspace(ctx: click.Context):
     help="The repository whose pyproject.toml holds [tool.bonsai-sync]. Default: the nearest such "
     "pyproject.toml in the current directory or a parent (as git finds .git).",
 )
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache (.bonsai-sync-cache/).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the scan cache (.bonsai-sync-cache/); the "
+              "facts each surface's bonsai-sync.lock records for unchanged files are still used.")
+@click.option("--rescan", is_flag=True, help="Parse every source file: trust no scan facts from the cache or a lock.")
 @click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds to wait for another bonsai-sync holding a surface's lock.")
 @click.pass_context
-def main(ctx: click.Context, root: Path | None, no_cache: bool, wait: float) -> None:
+def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wait: float) -> None:
     """Keep every surface's copy of the runtime exactly its import closure.
 
     Reads [tool.bonsai-sync] from pyproject.toml: `source` roots hold the first-party
@@ -75,7 +77,8 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, wait: float) -> 
     """
     from .config import find_root
 
-    ctx.obj = {"root": root if root is not None else find_root(Path.cwd()), "no_cache": no_cache, "wait": wait}
+    ctx.obj = {"root": root if root is not None else find_root(Path.cwd()), "no_cache": no_cache, "rescan": rescan,
+               "wait": wait}
 
 
 @main.command()

@@ -6,9 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import networkx as nx
-
 from .config import TABLE, Config, Surface, error, line_of
+from .digraph import DiGraph
 from .errors import ClosureError, Diagnostic
 from .facts import Facts
 from .graph import GraphBuilder
@@ -20,7 +19,7 @@ class Closure:
     """What a surface needs: the graph (nodes with a `path` and a copied kind are copied), the
     errors found on the way (sorted, `path:line:col`), and the third-party names it imports."""
 
-    graph: nx.DiGraph
+    graph: DiGraph
     errors: tuple[Diagnostic, ...]
     third_party: tuple[str, ...]
 
@@ -29,14 +28,16 @@ class Closure:
             raise ClosureError(*self.errors)
 
 
-def closure(config: Config, surface: Surface, index: ModuleIndex, facts_of: Callable[[Path], Facts]) -> Closure:
-    """Follow `surface`'s entries and hints through the source roots (errors are collected, not raised)."""
+def closure(config: Config, surface: Surface, index: ModuleIndex, facts_of: Callable[[Path], Facts],
+            want: Callable[[Path], None] | None = None) -> Closure:
+    """Follow `surface`'s entries and hints through the source roots (errors are collected, not raised).
+    `want` hears of each file to scan as soon as the walk finds it (so that it can be parsed ahead)."""
     from .extras import add_extras
     from .hints import answer_sites, expand
     from .names import unresolved_names
 
     table = f"{TABLE}.surfaces.{surface.name}"
-    builder = GraphBuilder(config.root, index, facts_of, surface, table)
+    builder = GraphBuilder(config.root, index, facts_of, surface, table, want)
     for name in surface.entry:
         info = index.find(name)
         if info is None or info.file is None:

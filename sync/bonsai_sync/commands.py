@@ -18,13 +18,17 @@ OK, STALE = 0, 1
 
 def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bool) -> None:
     """Raise VerifyError unless the tree at `tree` satisfies every import it makes."""
-    from .verify import Rules, first_party_names, verify_tree
+    from .verify import Rules, enclosing_package, first_party_names, verify_tree
     from .verify_import import import_entries
 
     plan = ws.plan(surface)
     rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
-                  surface.compiled == "forbid", surface.python)
-    problems = verify_tree(tree, plan.dest, rules, ws.roots)
+                  surface.compiled == "forbid", surface.python, enclosing_package(ws.root / surface.dest))
+    # each file's problems as the last verification of this surface found them (verify_tree keys them)
+    memo = dict(ws.verify_store.get(f"problems {surface.name}") or {})
+    problems = verify_tree(tree, plan.dest, rules, ws.roots, ws.read_for_verify, memo)
+    ws.verify_store.put(f"problems {surface.name}", memo)
+    ws.verify_store.save()
     if problems:
         raise VerifyError(*problems)
     if verify_import:
@@ -88,9 +92,10 @@ def _write(ws: Workspace, surface: Surface, verify_import: bool) -> None:
     created = created_parents(ws.root, dest)
     tree = None
     try:
-        tree = stage(ws.root, plan, ws.lock_text(plan))
+        tree = stage(ws.root, plan, ws.lock_text(plan), ws.state(surface).kept)
         verify_output(ws, surface, tree, verify_import)
         install(tree, dest)
+        ws.wrote(dest)
     except BaseException:
         if tree is not None:
             remove_tree(tree)

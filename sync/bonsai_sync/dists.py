@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 
 _LICENSE = re.compile(r"^(licen[cs]e|copying|notice|authors)", re.IGNORECASE)
@@ -55,6 +54,8 @@ def _read(folder: Path) -> DistInfo:
 def _licenses(folder: Path, metadata: Path) -> tuple[Path, ...]:
     files: set[Path] = set()
     if metadata.is_file():
+        from email.parser import HeaderParser  # only when there is a dist-info: its import is not free
+
         headers = HeaderParser().parsestr(metadata.read_text(encoding="utf-8", errors="replace"))
         for name in headers.get_all("License-File") or []:
             for candidate in (folder / "licenses" / name, folder / name):

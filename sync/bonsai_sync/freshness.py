@@ -3,12 +3,13 @@ refuse) and why, which is also what `check` reports and what `build` gates on.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .digest import Digest, digest_tree
 from .lock import LOCK_NAME, read
-from .plan import Plan
+from .plan import Plan, PlannedFile
 
 CHANGED = "changed upstream"
 EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"
@@ -48,17 +49,24 @@ class SurfaceState:
         return sum(1 for s in self.stale if s.action == action and not s.path.endswith("/" + LOCK_NAME))
 
     @property
+    def kept(self) -> frozenset[str]:
+        """Paths below the dest whose copy there is already what the plan says (bytes and executable bit)."""
+        stale = {s.path for s in self.stale}
+        return frozenset(f.rel for f in self.plan.files if f"{self.plan.dest}/{f.rel}" not in stale)
+
+    @property
     def refused(self) -> tuple[Stale, ...]:
         return tuple(s for s in self.stale if s.action == "refuse")
 
 
-def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = False) -> SurfaceState:
+def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = False,
+                  read_lock: Callable[[Path], dict[str, PlannedFile] | None] = read) -> SurfaceState:
     """Every difference between `plan` and `root/plan.dest`, sorted by path. The lock is only read
-    when a file differs, to tell a hand edit (refused) from an upstream change (written)."""
+    (by `read_lock`) when a file differs, to tell a hand edit (refused) from an upstream change (written)."""
     dest = root / plan.dest
     disk = digest_tree(str(dest), frozenset({LOCK_NAME}))
     wanted = {f.rel: Digest(f.sha256, f.executable) for f in plan.files}
-    locked = (read(dest) or {}) if disk != wanted else {}
+    locked = (read_lock(dest) or {}) if disk != wanted else {}
     found = [Stale(plan.dest, INTERRUPTED)] if interrupted else []
     unchanged = 0
     for planned in plan.files:

@@ -27,6 +27,33 @@ def walk_files(top: Path, skip_dirs: frozenset[str] = frozenset({"__pycache__"})
         yield from reversed(files)
 
 
+def listing(top: Path) -> list[str]:
+    """What an import finder can see below `top`: the relative posix path of every folder (ending in
+    "/") and file, links followed (a folder already on the way down is listed, not entered again), sorted."""
+    found = []
+    stack = [(top, "", frozenset[tuple[int, int]]())]
+    while stack:
+        folder, prefix, above = stack.pop()
+        try:
+            here = os.stat(folder)
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        above = above | {(here.st_dev, here.st_ino)}
+        for entry in entries:
+            try:
+                info = entry.stat()
+            except OSError:
+                continue  # a dangling link: no finder sees it
+            if stat.S_ISDIR(info.st_mode):
+                found.append(f"{prefix}{entry.name}/")
+                if (info.st_dev, info.st_ino) not in above:
+                    stack.append((Path(entry.path), f"{prefix}{entry.name}/", above))
+            else:
+                found.append(prefix + entry.name)
+    return sorted(found)
+
+
 def remove_tree(top: Path) -> None:
     """Delete `top` and everything below it (links are removed, never followed); a missing `top` is fine."""
     try:

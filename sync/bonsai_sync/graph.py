@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-import networkx as nx
-
 from .config import Surface
+from .digraph import DiGraph
 from .errors import Diagnostic
 from .facts import DynamicSite, Facts, ImportFact, ResourceFact
 from .fsutil import walk_files
@@ -32,14 +32,16 @@ class GraphBuilder:
     """Walks from the entries; nodes are module names and file paths (`pkg/x.wgsl`), edges carry
     the import site (`file`, `line`, `col`). Name checks and dynamic sites are kept for later steps."""
 
-    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], surface: Surface, table: str):
+    def __init__(self, root: Path, index: ModuleIndex, facts_of: Callable[[Path], Facts], surface: Surface, table: str,
+                 want: Callable[[Path], None] | None = None):
         self.root = root.resolve()
         self.table = table
         self.index = index
         self.facts_of = facts_of
+        self.want = want
         self.surface = surface
         self.allowed = set(surface.third_party)
-        self.graph = nx.DiGraph()
+        self.graph = DiGraph()
         self.errors: list[Diagnostic] = []
         self.third_party: set[str] = set()
         # non-literal resources (`data` globs answer them), by the module they are in
@@ -49,30 +51,38 @@ class GraphBuilder:
         # imports of names the scanner cannot read (`hidden-imports` answer them)
         self.dynamic: list[tuple[ModuleInfo, DynamicSite]] = []
         self._queue: deque[ModuleInfo] = deque()
+        self._shown: dict[Path, str] = {}
+        self._excluded_by: dict[str, str | None] = {}
 
     def where(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() if self.root in path.parents else str(path)
+        """`path` as messages show it: relative to the repo root when below it."""
+        shown = self._shown.get(path)
+        if shown is None:
+            text, top = str(path), str(self.root) + os.sep
+            shown = self._shown[path] = Path(text[len(top):]).as_posix() if text.startswith(top) else text
+        return shown
 
     def add_root(self, info: ModuleInfo, reason: str) -> None:
         self._add_module(info)
         self.graph.nodes[info.name].setdefault("reasons", []).append(reason)
 
-    def run(self) -> nx.DiGraph:
+    def run(self) -> DiGraph:
         while self._queue:
             info = self._queue.popleft()
             if info.file is not None and not info.compiled:
-                self._follow(info, self.facts_of(info.file))
+                facts = self.facts_of(info.file)
+                self.graph.nodes[info.name]["facts"] = facts
+                self._follow(info, facts)
         return self.graph
 
     def excluded(self, name: str) -> str | None:
         """The `exclude` pattern that leaves `name` (or a package above it) out, if any."""
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            for pattern in self.surface.exclude:
-                if fnmatchcase(prefix, pattern):
-                    return pattern
-        return None
+        if name not in self._excluded_by:
+            parts = name.split(".")
+            prefixes = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+            self._excluded_by[name] = next((p for prefix in prefixes for p in self.surface.exclude
+                                            if fnmatchcase(prefix, p)), None)
+        return self._excluded_by[name]
 
     def _add_module(self, info: ModuleInfo) -> None:
         chain = [info]
@@ -89,6 +99,8 @@ class GraphBuilder:
                 kind = "namespace" if child.file is None else ("package" if child.is_package else "module")
             self.graph.add_node(child.name, kind=kind, path=child.file, root=child.root, rel=child.rel)
             self._queue.append(child)
+            if self.want is not None and child.file is not None and not child.compiled:
+                self.want(child.file)
             parent_name = child.name.rpartition(".")[0]
             if parent_name:
                 self.graph.add_edge(child.name, parent_name, kind="parent package", file=None, line=0, col=0, how="")

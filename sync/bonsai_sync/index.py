@@ -3,7 +3,9 @@ compiled extension modules, packages, namespace portions)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery as machinery
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +29,7 @@ class ModuleInfo:
     def is_package(self) -> bool:
         return bool(self.dirs)
 
-    @property
+    @functools.cached_property
     def compiled(self) -> bool:
         """A compiled extension module (`.so`, `.pyd`): copied as is, never scanned."""
         return self.file is not None and self.file.name.endswith(tuple(machinery.EXTENSION_SUFFIXES))
@@ -64,6 +66,7 @@ class ModuleIndex:
     def __init__(self, roots: list[Path]) -> None:
         self.roots = [r.resolve() for r in roots]
         self._found: dict[str, ModuleInfo | None] = {}
+        self._listings: dict[Path, dict[str, bool]] = {}
 
     def find(self, name: str) -> ModuleInfo | None:
         """The module called `name`, or None when no source root provides it."""
@@ -89,17 +92,17 @@ class ModuleIndex:
             places = self.roots
         portions: list[Path] = []
         for place in places:
-            candidate = place / last
-            if candidate.is_dir():
+            listing = self.listing(place)
+            if listing.get(last) is True:
+                candidate = place / last
+                inside = self.listing(candidate)
                 for suffix in SUFFIXES:
-                    init = candidate / f"__init__{suffix}"
-                    if init.is_file():
-                        return self._info(name, init, (candidate,))
+                    if inside.get(f"__init__{suffix}") is False:
+                        return self._info(name, candidate / f"__init__{suffix}", (candidate,))
                 portions.append(candidate)
             for suffix in SUFFIXES:
-                module = place / f"{last}{suffix}"
-                if module.is_file():
-                    return self._info(name, module, ())
+                if listing.get(f"{last}{suffix}") is False:
+                    return self._info(name, place / f"{last}{suffix}", ())
         if portions:
             return self._info(name, None, tuple(portions))
         return None
@@ -109,6 +112,24 @@ class ModuleIndex:
         root = next(r for r in self.roots if anchor.is_relative_to(r) and anchor != r)
         return ModuleInfo(name, file, root, anchor.relative_to(root).as_posix(), dirs)
 
+    def listing(self, folder: Path) -> dict[str, bool]:
+        """`name -> is a directory` for the files and directories in `folder` (links followed), read
+        once per run: one directory read answers every name looked up in it."""
+        found = self._listings.get(folder)
+        if found is None:
+            found = {}
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.is_dir():
+                            found[entry.name] = True
+                        elif entry.is_file():
+                            found[entry.name] = False
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            self._listings[folder] = found
+        return found
+
     def submodules(self, name: str, recursive: bool) -> list[str]:
         """Names of the modules directly below package `name` (all below when `recursive`)."""
         todo, found = [name], set()
@@ -117,9 +138,9 @@ class ModuleIndex:
             if info is None or not info.is_package:
                 continue
             for place in info.dirs:
-                for child in sorted(place.iterdir()):
-                    stem = child.name if child.is_dir() else _module_name(child.name)
-                    if stem is None or stem in ("__init__", "__pycache__") or (child.is_dir() and not stem.isidentifier()):
+                for child, is_dir in sorted(self.listing(place).items()):
+                    stem = child if is_dir else _module_name(child)
+                    if stem is None or stem in ("__init__", "__pycache__") or (is_dir and not stem.isidentifier()):
                         continue
                     sub = f"{info.name}.{stem}"
                     if sub not in found and self.find(sub) is not None:

@@ -5,25 +5,27 @@ from __future__ import annotations
 import gc
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .cache import CACHE_DIR, Store
+from .cache import CACHE_DIR, Store, scanner_id
 from .config import Config, Surface, load
 from .digest import Digest, digest_file, digest_tree
 from .facts import Facts
-from .plan import Plan
+from .factsource import FactSource
+from .plan import Plan, PlannedFile
 
 if TYPE_CHECKING:
     from .closure import Closure
     from .freshness import SurfaceState
     from .index import ModuleIndex
+    from .verify import Reading
 
 
 class Workspace:
     """One repository: its config, the digest of its source roots, and its caches."""
 
-    def __init__(self, root: Path, use_cache: bool = True, cache_root: Path | None = None) -> None:
+    def __init__(self, root: Path, use_cache: bool = True, cache_root: Path | None = None, rescan: bool = False) -> None:
         self.root = root.resolve()
         self.config: Config = load(self.root)
         self.roots = [(self.root / s).resolve() for s in self.config.source]
@@ -31,10 +33,17 @@ class Workspace:
         self._digest: dict[Path, Digest] | None = None
         self._lock_texts: dict[str, str] = {}
         self._states: dict[str, SurfaceState] = {}
+        # per surface, the plan (and lock text) the cache held before this run replaced it
+        self._previous: dict[str, tuple[Plan, str]] = {}
         self.cache_folder = (cache_root or self.root) / CACHE_DIR
-        folder = self.cache_folder if use_cache else None
+        # rescan: parse every file, trusting no facts from the cache or a lock
+        folder = self.cache_folder if use_cache and not rescan else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
+        self.verify_store = Store(folder, "verify")
+        self._locks: dict[Path, dict[str, Any] | None] = {}
+        self.facts = FactSource(self.root, lambda: self.digest, self.facts_store,
+                                [self.root / s.dest for s in self.config.surfaces], self.lock_data, rescan)
         self._index: ModuleIndex | None = None
 
     @property
@@ -60,20 +69,35 @@ class Workspace:
         """The named surfaces (all of them when none are named)."""
         return [self.config.surface(n) for n in names] if names else list(self.config.surfaces)
 
-    def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
-        """The scan facts of one source file for Python `target`, from the cache when seen before."""
-        from .scan import scan
-        from .scan.decode import decode
+    def lock_data(self, dest: Path) -> dict[str, Any] | None:
+        """A dest's lock as parsed TOML, read once per run (until `wrote` says it changed)."""
+        if dest not in self._locks:
+            from .lock import load
 
-        digest = self.digest.get(path)
-        data = None if digest else path.read_bytes()
-        key = f"{digest.sha256 if digest else hashlib.sha256(data or b'').hexdigest()}:{target[0]}.{target[1]}"
-        facts = self.facts_store.get(key)
-        if facts is None:
-            text, problem = decode(path.read_bytes() if data is None else data)
-            facts = scan(text, target) if problem is None else Facts(problems=(problem,))
-            self.facts_store.put(key, facts)
-        return facts
+            self._locks[dest] = load(dest)
+        return self._locks[dest]
+
+    def wrote(self, dest: Path) -> None:
+        """`sync` replaced `dest` (and its lock)."""
+        self._locks.pop(dest, None)
+        self.facts.wrote_lock(dest)
+        self.facts_store.save()
+
+    def facts_of(self, path: Path, target: tuple[int, int]) -> Facts:
+        """The scan facts of one source file for Python `target` (cache, a lock's record, or a parse)."""
+        return self.facts.facts_of(path, target)
+
+    def read_for_verify(self, data: bytes, package: tuple[str, ...], python: tuple[int, int]) -> Reading:
+        """`verify.read_file`, kept in the cache by content (the verifier still reads every file of the
+        tree and resolves every import in it; only an unchanged file's parse is skipped)."""
+        from .verify import read_file
+
+        key = f"reading 2 {hashlib.sha256(data).hexdigest()}:{'/'.join(package)}:{python[0]}.{python[1]}"
+        found = self.verify_store.get(key)
+        if found is None:
+            found = read_file(data, package, python)
+            self.verify_store.put(key, found)
+        return found
 
     def closure(self, surface: Surface) -> Closure:
         """The closure of `surface` (always built; its errors are in `.errors`)."""
@@ -84,8 +108,10 @@ class Workspace:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return closure(self.config, surface, self.index, lambda path: self.facts_of(path, surface.python))
+            return closure(self.config, surface, self.index, lambda path: self.facts.facts_of(path, surface.python),
+                           lambda path: self.facts.want(path, surface.python))
         finally:
+            self.facts.parser.close()
             if collecting:
                 gc.enable()
             self.facts_store.save()
@@ -98,12 +124,15 @@ class Workspace:
         if cached is not None and cached[0] == key:
             self._lock_texts[surface.name] = cached[2]
             return cached[1]
+        if cached is not None:
+            self._previous[surface.name] = (cached[1], cached[2])
         from .lock import render
         from .plan import make_plan
 
         found = self.closure(surface)
         found.raise_errors()
-        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of)
+        python = f"{surface.python[0]}.{surface.python[1]}"
+        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id())
         self._lock_texts[surface.name] = render(plan)
         self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
@@ -125,8 +154,23 @@ class Workspace:
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
-            self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest))
+            self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
+                                                       lambda path: self._locked_files(surface, path))
         return self._states[surface.name]
+
+    def _locked_files(self, surface: Surface, dest: Path) -> dict[str, PlannedFile] | None:
+        """The files the dest's lock records: the previous plan's when the lock is exactly the text
+        it rendered (render is lossless, so parsing would give the same), else parsed."""
+        from .lock import LOCK_NAME, files_of
+
+        previous = self._previous.get(surface.name)
+        if previous is not None:
+            try:
+                if (dest / LOCK_NAME).read_text(encoding="utf-8") == previous[1]:
+                    return previous[0].by_rel()
+            except (OSError, UnicodeDecodeError):
+                pass
+        return files_of(dest, self.lock_data(dest))
 
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())

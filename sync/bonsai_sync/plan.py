@@ -26,6 +26,8 @@ class PlannedFile:
     # a compiled module's platform/ABI tag ("cpython-311-x86_64-linux-gnu", "abi3")
     tag: str = ""
     executable: bool = False
+    # a scanned module's facts (factcodec's JSON): the lock records them so that a cold run need not parse it
+    scan: str = ""
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,19 @@ class Plan:
     files: tuple[PlannedFile, ...]
     # top-level third-party names the closure imports (all declared for the surface)
     third_party: tuple[str, ...] = ()
+    # the Python the facts were scanned for ("3.11") and the scanner that made them (cache.scanner_id)
+    python: str = ""
+    scanner: str = ""
 
     def by_rel(self) -> dict[str, PlannedFile]:
         return {f.rel: f for f in self.files}
 
 
-def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: Callable[[Path], Digest]) -> Plan:
-    """Every copied node of the closure graph, mirrored below `dest` (namespace packages have no file)."""
+def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: Callable[[Path], Digest],
+              python: str = "", scanner: str = "") -> Plan:
+    """Every copied node of the closure graph, mirrored below `dest` (namespace packages have no file),
+    with the facts of each scanned one."""
+    from .factcodec import encode
     from .graph import COPIED
     from .index import compiled_tag
 
@@ -56,5 +64,7 @@ def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: 
         digest = digest_of(path)
         kind = "module" if data["kind"] == "package" else data["kind"]
         tag = compiled_tag(path.name) if kind == "compiled" else ""
-        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), digest.sha256, kind, tag, digest.executable)
-    return Plan(surface, dest, tuple(files[k] for k in sorted(files)), closure.third_party)
+        scan = encode(data["facts"]) if "facts" in data else ""
+        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), digest.sha256, kind, tag,
+                                         digest.executable, scan)
+    return Plan(surface, dest, tuple(files[k] for k in sorted(files)), closure.third_party, python, scanner)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from .config import Surface
 from .errors import UsageError
 
+if TYPE_CHECKING:
+    from .digraph import DiGraph
 
-def _node_for(graph: nx.DiGraph, target: str, root: Path) -> str:
+
+def _node_for(graph: DiGraph, target: str, root: Path) -> str:
     if target in graph:
         return target
     wanted = (root / target).resolve()
@@ -22,16 +24,19 @@ def _node_for(graph: nx.DiGraph, target: str, root: Path) -> str:
     raise UsageError(f"{target}: not in this surface's closure (give a module name or a file path)")
 
 
-def shortest_chain(graph: nx.DiGraph, surface: Surface, target: str, root: Path) -> list[str]:
+def shortest_chain(graph: DiGraph, surface: Surface, target: str, root: Path) -> list[str]:
     """`entry`, then one line per hop: `-> module  (file:line:col, kind)`."""
+    import networkx as nx
+
     node = _node_for(graph, target, root)
+    searched = graph.to_networkx()
     best: list[str] | None = None
     entries = [n for n, d in graph.nodes(data=True) if "entry" in d.get("reasons", ())]
     others = [n for n, d in graph.nodes(data=True) if d.get("reasons") and "entry" not in d["reasons"]]
-    starts = entries if any(nx.has_path(graph, e, node) for e in entries) else others
+    starts = entries if any(nx.has_path(searched, e, node) for e in entries) else others
     for start in starts:
         try:
-            path = nx.shortest_path(graph, start, node)
+            path = nx.shortest_path(searched, start, node)
         except nx.NetworkXNoPath:
             continue
         if best is None or len(path) < len(best):
@@ -64,7 +69,7 @@ _NOTES = {
 }
 
 
-def to_json(graph: nx.DiGraph, surface: Surface) -> str:
+def to_json(graph: DiGraph, surface: Surface) -> str:
     nodes = [
         {"id": n, "kind": d["kind"], "file": d["rel"] if d.get("path") is not None else None}
         for n, d in sorted(graph.nodes(data=True))
@@ -77,7 +82,7 @@ def to_json(graph: nx.DiGraph, surface: Surface) -> str:
     return json.dumps(body, indent=2) + "\n"
 
 
-def to_dot(graph: nx.DiGraph) -> str:
+def to_dot(graph: DiGraph) -> str:
     lines = ["digraph closure {"]
     for node, data in sorted(graph.nodes(data=True)):
         shape = {"resource": "note", "third-party": "ellipse", "not allowed": "octagon", "missing": "octagon"}.get(data["kind"], "box")

@@ -126,5 +126,5 @@ def argmax_run(gpu: Any, x: Any) -> int:
     """Index of the largest value of a float32 row (lowest index on ties), on the GPU."""
     x = np.ascontiguousarray(x, np.float32)
     out = gpu.buffer(16)
-    argmax.dispatch(gpu, gpu.upload(x), out, gpu.upload(argmax.params(x.size)))
+    argmax.dispatch(gpu, gpu.upload(x), out, gpu.upload(argmax.params(x.size)), gpu.buffer(16))
     return int(np.frombuffer(gpu.read(out, 4), np.uint32)[0])

@@ -121,3 +121,37 @@ def test_verify_tree_applies_its_own_rules(tmp_path):
         "out/app/main.py:11:5: imports 'app.gone', which was not copied into the surface",
         "out/app/main.py:14:1: imports 'app.gone', which was not copied into the surface",
     ]
+
+
+def _nest(repo) -> None:
+    """Make the scenario's dest a folder inside a package (`out/pkg/_vendor`), as surfaces vendor the runtime."""
+    repo.edit_config('dest = "out/vendor"', 'dest = "out/pkg/_vendor"')
+    repo.write("out/pkg/__init__.py", '"""The surface\'s own package."""\n')
+
+
+def test_a_copy_inside_a_package_may_import_itself_relatively(scenario):
+    repo = scenario("verify")
+    _nest(repo)
+    result = repo.run("--no-cache", "sync")
+    assert (result.exit_code, result.stdout) == (0, "app: out/pkg/_vendor: wrote 3, removed 0, unchanged 0\n")
+
+
+def test_a_copy_inside_a_package_must_not_import_itself_absolutely(scenario):
+    """Inside `pkg._vendor` an absolute `import app...` would load another copy (or none) at run time."""
+    repo = scenario("verify")
+    _nest(repo)
+    repo.write("src/app/main.py", '"""Absolute self-imports."""\n\nimport app.helper\nfrom app import helper\n'
+                                  'import importlib\nimportlib.import_module("app.helper")\n')
+    result = repo.run("--no-cache", "sync")
+    hint = ("absolutely, but this copy lives inside package 'pkg._vendor' (as 'pkg._vendor.app'); import it "
+            "relatively (from . import ...), or it finds another copy, or none, at run time")
+    assert (result.exit_code, result.stderr) == (3, "".join(
+        f"out/pkg/_vendor/app/main.py:{line}:1: imports {name!r} {hint}\n"
+        for line, name in ((3, "app.helper"), (4, "app"), (6, "app.helper"))))
+    assert not (repo.root / "out" / "pkg" / "_vendor").exists()  # nothing half-written
+
+
+def test_absolute_self_imports_are_fine_when_the_dest_is_a_sys_path_root(scenario):
+    repo = scenario("verify")
+    repo.write("src/app/main.py", '"""Absolute self-import."""\n\nfrom app import helper\n')
+    assert repo.run("--no-cache", "sync").exit_code == 0

@@ -1,4 +1,4 @@
-"""`bonsai verify attention`: the exactness matrix and the mutation checks on this machine's GPU."""
+"""`bonsai verify attention|model`: the exactness matrix, the mutation checks and long forced decoding on this GPU."""
 
 from __future__ import annotations
 
@@ -67,4 +67,45 @@ def attention(kv_len: int, prefill: int, variant: str, long: bool) -> None:
         how = f"caught by {len(caught)}/{len(results)} cases" if caught else "NOT CAUGHT"
         click.echo(f"{'ok  ' if caught else 'FAIL'} mutation {f.name}: {how}")
     click.echo("attention: all checks passed" if not failed else f"attention: {failed} check(s) FAILED")
+    sys.exit(1 if failed else 0)
+
+
+@verify.command()
+@click.option("--model", "model", type=click.Path(dir_okay=False), default=None,
+              help="GGUF file (default: the embedded default model).")
+@click.option("--tokens", type=click.IntRange(16), default=None,
+              help="Tokens of real text to force-decode (default: 1100, several windows' worth).")
+@click.option("--kv", "kv_modes", multiple=True, default=("f32", "q4res"), show_default=True,
+              help="KV modes to check (repeat the option for several).")
+@click.option("--window", "windows", type=click.IntRange(1), multiple=True, default=None,
+              help="KV windows to check (repeat; default: 2048, and one that splits the text in three).")
+def model(model: str | None, tokens: int | None, kv_modes: tuple[str, ...], windows: tuple[int, ...]) -> None:
+    """Force-decode real text on this device against the numpy reference forward (exit 1 if off).
+
+    Each KV mode and window runs the same tokens (batched prefill steps, then one-token decode steps)
+    and must agree on the argmax at >= 99% of positions with |Δ log-prob| <= 1e-3 everywhere, so you
+    can see whether to trust this driver at long contexts.
+    """
+    from ..diagnostics import long_forced as lf
+    from ..diagnostics.numpy_cache import NumpyKVCache
+    from ..engine.native import load_engine
+    from ..kv.format.modes import get_mode
+    from ..reference import ReferenceModel
+
+    for kv in kv_modes:
+        get_mode(kv)  # a KVError naming the choices before minutes of work
+    n = tokens or lf.TOKENS
+    engine = load_engine(model, max_positions=n, cache_factory=NumpyKVCache, progress=True)
+    ids = lf.long_text_ids(engine.tokenizer, n)
+    windows = windows or (2048, lf.split_window(n))
+    click.echo(f"device: {engine.gpu.description}; {n} tokens of real text, batch {engine.batch}, "
+               f"the last {lf.DECODE_TAIL} one at a time")
+    check = lf.LongForced(engine, ReferenceModel(engine.reader.path), ids, progress=lambda m: click.echo(f"  {m}"))
+    failed = 0
+    for kv in kv_modes:
+        for window in windows:
+            r = check.check(kv, window)
+            failed += not r.ok
+            click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.describe()}")
+    click.echo("model: all checks passed" if not failed else f"model: {failed} check(s) FAILED")
     sys.exit(1 if failed else 0)

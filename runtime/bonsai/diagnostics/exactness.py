@@ -133,10 +133,8 @@ def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations
     for w in sizes:
         v_pos_words = case.n_kv * (case.head_dim if get_mode(case.mode).v_residual else vs.shape[-1])
         windows = windows_for(case.mode, case.kv_len, v_pos_words, w, k_buf, v_buf, res_buf, mutations)
-        for i, win in enumerate(windows):
-            att.window_params(win, i == 0)
+        att.plan(windows, case.pos_base, case.n_q)  # parameter buffers before recording
         runs.append((windows, gpu.buffer(att.state_bytes(case.n_q)), gpu.buffer(out_bytes)))
-    att.call_params(case.pos_base, case.n_q)
     for i, (windows, state, out) in enumerate(runs):
         att.record(q_buf, out, state, case.pos_base, case.n_q, windows)
         gpu.copy(out, 0, outs, i * out_bytes, out_bytes)

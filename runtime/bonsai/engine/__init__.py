@@ -4,7 +4,8 @@ API (the package import is pure Python and backend-free, so it runs under Pyodid
 the native backend and is never imported from here):
     from bonsai.engine.native import load_engine      # native Gpu + NumpyKVCache
     engine = load_engine(path=None, *, gpu=None, kv="f32" | "q4" | "q4r", window=2048, vram_budget=None,
-                         max_positions=2048, batch=128, progress=True, cache_factory=None)  # None -> default model
+                         max_positions=2048, batch=128, progress=True, cache_factory=None,
+                         resident_steps=16)  # None -> default model
     engine = Engine(reader, cfg, gpu, **same options)  # any GpuBackend (e.g. bonsai.gpu.browser.BrowserGpu);
                                                        # cache_factory None -> bonsai.kv.cache.KVCache
     gen = engine.generate(prompt_ids, max_tokens=64, sampling=Sampling(temperature=0.0, top_k=0,
@@ -23,6 +24,9 @@ the native backend and is never imported from here):
     engine.tokenizer, engine.cfg (ModelConfig), engine.gpu, engine.cache (bonsai.kv.KVCache)
 Device loss is detected inside every step (the error says so, or the backend's `is_lost()` confirms)
 and the step is retried once on a new device of the same backend (`type(engine.gpu).create()`).
+Greedy `generate` decodes `resident_steps` steps per readback where the cache allows it (no VRAM
+budget): each step embeds the id the previous argmax left on the GPU, the KV rows wait on the GPU
+(`KVCache.park`), a stop inside a block rewinds exactly, and a loss re-runs the block from the master.
 """
 
 from .engine import Engine, Generation

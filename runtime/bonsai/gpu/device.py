@@ -92,15 +92,6 @@ class Gpu(Recorder):
         info = self.adapter.info
         return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
 
-    @property
-    def max_binding_bytes(self) -> int:
-        return self.limits.max_binding_bytes
-
-    @property
-    def is_cpu(self) -> bool:
-        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
-        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
-
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
@@ -280,8 +271,7 @@ class Gpu(Recorder):
             raise ShaderError(f"{name}: {exc}") from exc
 
     def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
-        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
-                   for i, b in enumerate(buffers)]
+        entries = self._bind_entries(buffers)
         return self.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
 
     def _create_encoder(self) -> Any:

@@ -15,6 +15,11 @@ const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overw
 // y[t, y_off + i] = silu(gate_i) * up_i. OUT 2 (split): rows [0, n1) -> y (t, n1),
 // [n1, n1 + n2) -> y2 (t, n2), the rest -> y3 (t, n - n1 - n2): Q, K and V from one dispatch.
 const OUT: u32 = {{OUT}}u;
+// NORM: x is the residual stream and the kernel multiplies by RMSNorm(x) * nw instead (the norm that
+// used to be its own dispatch): each workgroup sums x^2 per token exactly as rmsnorm.wgsl does (WG = 64
+// invocations, the same strided partial sums and the same tree), so the normed values are the bits the
+// norm kernel wrote, and (x * scale) * nw is its expression. eps is p[10] (f32 bits).
+const NORM: bool = {{NORM}};
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
 //               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
@@ -24,6 +29,7 @@ const OUT: u32 = {{OUT}}u;
 @group(0) @binding(3) var<storage, read> p: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
 @group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
+@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;  // NORM: the norm's weights (k)
 
 var<workgroup> part: array<f32, WG * TT>;
 
@@ -109,6 +115,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r = wid.x * ROWS + li / LANES;
     let t0 = wid.y * TT;
     var acc: array<f32, TT>;
+    var scale: array<f32, TT>;
+    if (NORM) {
+        for (var t = 0u; t < TT; t++) {
+            var s = 0.0;
+            if (t0 + t < nt) {
+                let fb = ((t0 + t) * xs + xo) * 4u;
+                for (var i = li; i < k; i += WG) { let v = x[(fb + i) / 4u][(fb + i) % 4u]; s += v * v; }
+            }
+            part[li * TT + t] = s;
+        }
+        for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+            workgroupBarrier();
+            if (li < stride) {
+                for (var t = 0u; t < TT; t++) { part[li * TT + t] += part[(li + stride) * TT + t]; }
+            }
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < TT; t++) { scale[t] = 1.0 / sqrt(part[t] / f32(k) + bitcast<f32>(p[10])); }
+        workgroupBarrier();  // every invocation has read part before it is reused below
+    }
     if (r < n) {
         let rb = r * row_bytes;
         for (var c = lane; c < k / 32u; c += LANES) {
@@ -116,11 +142,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var t = 0u; t < TT; t++) {
                 if (t0 + t < nt) {
                     let xb = (t0 + t) * xs + xo + c * 8u;
-                    var s = dot(wv[0], x[xb]) + dot(wv[1], x[xb + 1u]);
-                    s += dot(wv[2], x[xb + 2u]) + dot(wv[3], x[xb + 3u]);
-                    s += dot(wv[4], x[xb + 4u]) + dot(wv[5], x[xb + 5u]);
-                    s += dot(wv[6], x[xb + 6u]) + dot(wv[7], x[xb + 7u]);
-                    acc[t] += s;
+                    if (NORM) {  // the normed x, as rmsnorm.wgsl writes it: (x * scale) * w
+                        let sc = scale[t];
+                        let nb = c * 8u;
+                        var s = dot(wv[0], (x[xb] * sc) * nw[nb]) + dot(wv[1], (x[xb + 1u] * sc) * nw[nb + 1u]);
+                        s += dot(wv[2], (x[xb + 2u] * sc) * nw[nb + 2u]) + dot(wv[3], (x[xb + 3u] * sc) * nw[nb + 3u]);
+                        s += dot(wv[4], (x[xb + 4u] * sc) * nw[nb + 4u]) + dot(wv[5], (x[xb + 5u] * sc) * nw[nb + 5u]);
+                        s += dot(wv[6], (x[xb + 6u] * sc) * nw[nb + 6u]) + dot(wv[7], (x[xb + 7u] * sc) * nw[nb + 7u]);
+                        acc[t] += s;
+                    } else {
+                        var s = dot(wv[0], x[xb]) + dot(wv[1], x[xb + 1u]);
+                        s += dot(wv[2], x[xb + 2u]) + dot(wv[3], x[xb + 3u]);
+                        s += dot(wv[4], x[xb + 4u]) + dot(wv[5], x[xb + 5u]);
+                        s += dot(wv[6], x[xb + 6u]) + dot(wv[7], x[xb + 7u]);
+                        acc[t] += s;
+                    }
                 }
             }
         }

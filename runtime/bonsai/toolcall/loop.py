@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .echo import EchoFilter
 from .events import Event, TextEvent, ToolCallEvent, ToolErrorEvent, coalesce
 from .parser import ToolCallParser
 from .prompt import ToolPrompt
@@ -99,22 +100,27 @@ class ToolLoop:
     def _generate_step(self, step: LoopStep, processor: Any) -> None:
         parser = ToolCallParser(self.registry)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        echo = EchoFilter()  # an echoed <tool_response> block is not the model's answer
         pieces: list[str] = []
         events: list[Event] = []
+
+        def show(piece: str) -> None:
+            events.extend(parser.feed(piece))
+            if self.on_text and piece:
+                self.on_text(piece)
 
         def on_token(token_id: int) -> None:
             special = self.tokenizer.is_special(token_id)
             piece = "" if special else decoder.decode(self.tokenizer.token_bytes(token_id))
             pieces.append(piece)
-            events.extend(parser.feed(piece))
-            if self.on_text and piece:
-                self.on_text(piece)
+            show(echo.feed(piece))
 
         self.generate(self.tokenizer.encode(step.prompt), processor, on_token)
         tail = decoder.decode(b"", final=True)
         pieces.append(tail)
+        show(echo.feed(tail) + echo.finish())
         step.output = "".join(pieces)
-        step.events = coalesce(events + parser.feed(tail) + parser.finish())
+        step.events = coalesce(events + parser.finish())
 
     def run(self, conversation: str | Sequence[dict[str, Any]]) -> LoopResult:
         """Answer `conversation` (a user message, or a list of messages), calling tools as needed."""

@@ -17,7 +17,9 @@ Bundles:
   `python3` of the same version and platform; numpy, wgpu (its native library) and the default
   model are inside. Needs `shiv` in the building environment.
 - **tenant** -> `dist/bonsai_tenant-<version>-py3-none-any.whl` from `surfaces/tenant/pyproject.toml`
-  (the hand-written `src/` plus the synced `vendor/`); its dependencies are declared, not bundled.
+  (the hand-written `src/`, whose package holds the synced copy in `_vendor/`); its dependencies are
+  declared, not bundled. Both bundles refuse a copy outside the app's package: a top-level `bonsai`
+  would overlap the `bonsai` distribution (uninstalling either would break the other).
   Needs `setuptools` and `wheel` in the building environment (`--no-build-isolation`: no download).
 """
 

@@ -11,23 +11,53 @@ from ..errors import BuildError
 
 
 def check_app_imports(root: Path, src: Path, vendor: Path, surface_name: str) -> None:
-    """Every `bonsai` module the hand-written app imports must be in the synced copy (`path:line` if not)."""
+    """Every runtime module the hand-written app imports must be in the synced copy (`path:line` if not).
+
+    A copy inside the app's package (`src/bonsai_os/_vendor`) must be imported as that copy
+    (`from ._vendor.bonsai.x import ...`): an import of the top-level `bonsai` would load the runtime
+    distribution instead, which the bundle neither carries nor declares.
+    """
+    inside = vendor.is_relative_to(src) and vendor != src
+    package = ".".join(vendor.relative_to(src).parts) if inside else ""
+    own = {p.name for p in vendor.iterdir() if p.is_dir() and p.name.isidentifier()} if inside else {"bonsai"}
     problems = []
     for path in sorted(src.rglob("*.py")):
+        if inside and path.is_relative_to(vendor):
+            continue  # the copy itself (bonsai-sync verifies it)
+        here = list(path.relative_to(src).parent.parts)
         for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
+            elif isinstance(node, ast.ImportFrom) and node.module and (node.level == 0 or inside):
+                base = here[: len(here) - (node.level - 1)] if node.level else []
+                names = [".".join([*base, node.module])]
             else:
                 continue
             for name in names:
                 parts = name.split(".")
-                if parts[0] == "bonsai" and not _in_copy(vendor, parts):
-                    problems.append(f"{path.relative_to(root)}:{node.lineno}: imports {name}, which the synced copy "
-                                    f"lacks; add it to [tool.bonsai-sync.surfaces.{surface_name}] entry")
+                shown = f"{path.relative_to(root)}:{node.lineno}"
+                if inside and parts[0] in own:
+                    problems.append(f"{shown}: imports {name}, the runtime distribution, not the surface's copy; "
+                                    f"import it as {package}.{name} (from ._vendor... import)")
+                elif inside and name.startswith(package + "."):
+                    rest = name[len(package) + 1:].split(".")
+                    if not _in_copy(vendor, rest):
+                        problems.append(f"{shown}: imports {name}, which the synced copy lacks; add "
+                                        f"{'.'.join(rest)} to [tool.bonsai-sync.surfaces.{surface_name}] entry")
+                elif not inside and parts[0] == "bonsai" and not _in_copy(vendor, parts):
+                    problems.append(f"{shown}: imports {name}, which the synced copy lacks; add it to "
+                                    f"[tool.bonsai-sync.surfaces.{surface_name}] entry")
     if problems:
         raise BuildError(*problems)
+
+
+def app_package_copy(src: Path, vendor: Path, pyproject: Path) -> None:
+    """A bundle that installs packages must carry the runtime inside the app's own package, never as a
+    top-level `bonsai` that would overlap (and break, on uninstall) the `bonsai` distribution."""
+    if not (vendor.is_relative_to(src) and len(vendor.relative_to(src).parts) >= 2):
+        raise BuildError(f"{vendor}: the synced copy must live inside the app's package (a dest such as "
+                         f"{src.name}/<package>/_vendor), so the bundle installs no top-level copy of the runtime; "
+                         f"see {pyproject.parent.name}'s [tool.bonsai-sync.surfaces] dest")
 
 
 def app_third_party(src: Path) -> set[str]:

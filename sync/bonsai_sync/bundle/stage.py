@@ -16,7 +16,7 @@ SOURCE_DATE_EPOCH = 315532800  # 1980-01-01T00:00:00Z, the earliest date a zip e
 LOCK_NAME = "bonsai-sync.lock"
 CACHES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 HAND_WRITTEN_SKIP = CACHES | {"build", "dist"}  # build leftovers in a surface's own tree
-VENDOR_SKIP = CACHES | {LOCK_NAME}  # the lock is the sync tool's record, not part of the runtime
+# (bundles stage src/ with LOCK_NAME skipped too: the lock is the sync tool's record, not part of the runtime)
 
 
 def skipped(rel: Path, skip: set[str]) -> bool:

@@ -1,4 +1,4 @@
-"""The OS bundle: one shiv zipapp over a site-packages holding the app, the synced copy and its deps."""
+"""The OS bundle: one shiv zipapp over a site-packages holding the app (the synced copy inside it) and its deps."""
 
 from __future__ import annotations
 
@@ -7,8 +7,29 @@ import sysconfig
 from pathlib import Path
 
 from ..errors import BuildError
-from .deps import check_third_party, requirement_closure
-from .stage import VENDOR_SKIP, publish, read_pyproject, run_tool, stage_distribution, stage_tree
+from .deps import app_package_copy, check_third_party, requirement_closure
+from .stage import (
+    HAND_WRITTEN_SKIP,
+    LOCK_NAME,
+    publish,
+    read_pyproject,
+    run_tool,
+    stage_distribution,
+    stage_tree,
+    stage_tree_file,
+)
+
+
+def stage_default_model(folder: Path, pyproject: Path) -> None:
+    """The default model from the building machine's model cache, into the bundle's `models/` folder."""
+    from bonsai.errors import BonsaiError
+    from bonsai.models import default_model_path
+
+    try:
+        model = default_model_path()
+    except BonsaiError as exc:
+        raise BuildError(f"{pyproject}: tool.bonsai-os.bundle-default-model: {exc}") from exc
+    stage_tree_file(model, folder / model.name)
 
 
 def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
@@ -20,13 +41,15 @@ def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple
     entry = options.get("entry-point")
     if not isinstance(entry, str):
         raise BuildError(f"{pyproject}: tool.bonsai-os.entry-point: required (MODULE:FUNCTION)")
+    app_package_copy(surface / "src", vendor, pyproject)
     site = tmp / "site-packages"
-    stage_tree(vendor, site, VENDOR_SKIP)
-    stage_tree(surface / "src", site)
+    stage_tree(surface / "src", site, HAND_WRITTEN_SKIP | {LOCK_NAME})  # the app, the synced copy inside it
     bundled = requirement_closure(list(meta.get("dependencies", [])), set(options.get("not-bundled", [])), pyproject)
     check_third_party(third_party, bundled, pyproject, "bundled")
     for d in bundled:
         stage_distribution(d, site)
+    if options.get("bundle-default-model"):
+        stage_default_model(site / "bonsai_os" / "models", pyproject)
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
     tag = f"{python}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
     target = tmp / f"{meta.get('name', 'bonsai-os')}-{meta.get('version', '0')}-{tag}.pyz"

@@ -72,7 +72,7 @@ def test_recovery_opens_the_new_device_through_the_engines_own_backend_class(gpu
     from bonsai.config import ModelConfig
     from bonsai.engine import Engine
     from bonsai.gguf import GGUFReader
-    from tests.runtime.model.synthetic import write_tiny_gguf
+    from tests.helpers.synthetic import write_tiny_gguf
 
     reader = GGUFReader(write_tiny_gguf(tmp_path / "t.gguf", "llama", dim=128, n_heads=2, n_kv_heads=1,
                                         head_dim=64, ffn_dim=256))

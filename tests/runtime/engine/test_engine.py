@@ -14,9 +14,8 @@ from bonsai.engine.native import load_engine
 from bonsai.kv.format import codec
 from bonsai.kv.format.rotate import hadamard
 from bonsai.models import default_model_path
-
-from . import reference
-from .text import TEXT
+from tests.helpers import gguf_oracle as reference
+from tests.helpers.text import TEXT
 
 N_CI = 32  # tokens of forced decoding in the default run (lavapipe); the slow test uses 300
 

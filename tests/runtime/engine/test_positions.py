@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bonsai.engine.native import load_engine
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
 

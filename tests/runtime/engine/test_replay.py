@@ -7,13 +7,14 @@ import pytest
 
 import bonsai.kv.attention.driver as attention
 from bonsai.engine.native import load_engine
-from tests.runtime.model.synthetic import write_tiny_gguf
+from bonsai.kv import KVError
+from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
 STEPS = 30  # from position 6: crosses windows of 8 and blocks of 4 many times
 
 
-def _decode(engine, replay: bool):
+def _decode(engine, replay: bool, steps: int = STEPS):
     """Logits of every decode step from a fixed prompt, and the host master after them."""
     engine.reset()
     for host in engine.cache.master.layers:  # a blank master, so rows missing from it show
@@ -22,7 +23,7 @@ def _decode(engine, replay: bool):
     engine.model.replays = 0
     engine.prefill_argmax([3, 1, 4, 1, 5, 9])
     tok, logits = 2, []
-    for _ in range(STEPS):
+    for _ in range(steps):
         row = np.asarray(engine._step([tok]))[0]
         logits.append(row.view(np.uint32).copy())
         tok = int(row.argmax())
@@ -63,3 +64,78 @@ def test_missing_bookkeeping_in_a_replay_is_caught(engine, monkeypatch):
     recorded = _decode(engine, replay=False)
     monkeypatch.setattr(type(engine.cache), "replay_appends", lambda self, pos, n: None)
     assert _decode(engine, replay=True)[1] != recorded[1]
+
+
+@pytest.fixture(params=["q4res", "kc4v4"])
+def grouped(request, gpu, tmp_path, monkeypatch):
+    """A grouped-K cache (groups of 64 positions for q4res, 32 for kc4v4) on the GPU kernels' variant."""
+    monkeypatch.setattr(attention, "BLOCK", 4)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv=request.param, window=64, max_positions=128, progress=False)
+    engine.cache.variant = "blocks"
+    return engine
+
+
+GROUPED_STEPS = 70  # from position 6: fills the first K group (and for kc4v4 the second) mid-decode
+
+
+def test_grouped_modes_replay_bit_for_bit_across_a_group_fill(grouped):
+    """The residual's rows reach it by a scatter whose destination is a step parameter, so grouped
+    modes tape too; steps that fill a group are recorded, and replays after them read the new group."""
+    recorded = _decode(grouped, replay=False, steps=GROUPED_STEPS)
+    replayed = _decode(grouped, replay=True, steps=GROUPED_STEPS)
+    assert recorded[2] == 0 and replayed[2] > GROUPED_STEPS // 2
+    assert np.array_equal(replayed[0], recorded[0])
+    assert replayed[1] == recorded[1] and recorded[1].count(0) < len(recorded[1])
+
+
+def test_replaying_a_step_that_fills_a_group_is_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: a key that lets the group-filling step replay a plain step's tape skips quantising it
+    (the next step finds the group missing from the master)."""
+    import bonsai.kv.residual as residual
+
+    monkeypatch.setattr(attention, "BLOCK", 4)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=128, progress=False)
+    engine.cache.variant = "blocks"
+    monkeypatch.setattr(residual.Residual, "only_appends", lambda self, pos: True)
+    with pytest.raises(KVError, match="skips positions 0..63"):  # the group never reached the master
+        _decode(engine, replay=True, steps=GROUPED_STEPS)
+
+
+def test_a_row_that_crosses_a_mirror_texture_row_replays_bit_for_bit(gpu, tmp_path, monkeypatch):
+    """The serial (CPU) kernel reads K/V through texture mirrors refreshed a texture row at a time: with
+    3 KV heads of 64 (192 words a position) and 16-position windows, V rows of some positions span two
+    texture rows, and a replayed step must refresh both (the step key holds each row's first and last)."""
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", dim=192, n_heads=3, n_kv_heads=3,
+                           head_dim=64, ffn_dim=256)
+    runs = []
+    for replay in (False, True):  # an engine each: a mirror left stale must not hold the last run's rows
+        engine = load_engine(path, gpu=gpu, kv="f32", window=16, max_positions=48, progress=False)
+        engine.cache.variant = "serial"
+        runs.append(_decode(engine, replay=replay))
+    recorded, replayed = runs
+    assert replayed[2] > STEPS // 2 and np.array_equal(replayed[0], recorded[0]) and replayed[1] == recorded[1]
+
+
+def test_a_key_blind_to_where_a_row_ends_is_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: the key with each new row's first texture row only (as it was) replays a step whose
+    V row reaches into the next texture row without refreshing it."""
+    from bonsai.kv.cache import KVCache
+
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", dim=192, n_heads=3, n_kv_heads=3,
+                           head_dim=64, ffn_dim=256)
+    real = KVCache.step_key
+
+    def first_rows_only(self, pos, n, n_heads):
+        key = real(self, pos, n, n_heads)
+        return None if key is None else (*key[:2], tuple(first for first, _ in key[2]), key[3])
+
+    runs = []
+    for replay in (False, True):
+        engine = load_engine(path, gpu=gpu, kv="f32", window=16, max_positions=48, progress=False)
+        engine.cache.variant = "serial"
+        if replay:
+            monkeypatch.setattr(KVCache, "step_key", first_rows_only)
+        runs.append(_decode(engine, replay=replay))
+    assert not np.array_equal(runs[1][0], runs[0][0])

@@ -7,7 +7,7 @@ import pytest
 
 from bonsai.engine.native import load_engine
 from bonsai.reference import ReferenceModel
-from tests.runtime.model.synthetic import write_tiny_gguf
+from tests.helpers.synthetic import write_tiny_gguf
 
 CASES = [  # (arch, weight type, embedding type)
     ("qwen3", "Q8_0", None),

@@ -65,8 +65,9 @@ def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
     assert check(gpu, name), "the unmutated kernel must pass the check"
     real = mm.kernel
 
-    def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN):
-        consts = dict(QTYPE=m.qtype.ggml_id, WG=mm.WG, LANES=mm.lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum, OUT=out)
+    def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN, norm=False):
+        consts = dict(QTYPE=m.qtype.ggml_id, WG=mm.WG, LANES=mm.lanes_for(m.cols, m.qtype), TT=tt, ACCUM=accum, OUT=out,
+                      NORM=norm)
         return _compile(gpu_, "matmul.wgsl", old, new, entry=entry, **consts)
 
     monkeypatch.setattr(mm, "kernel", mutant)

@@ -9,10 +9,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from source_imports import imported_top_names  # tests/
 
 from bonsai_sync.bundle.extension import build_extension
 from bonsai_sync.errors import BuildError, UsageError
+from tests.source_imports import imported_top_names
 
 from .conftest import REPO, _closure_dir
 

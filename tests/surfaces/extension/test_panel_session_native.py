@@ -26,7 +26,7 @@ PAGE = {"url": "http://example.test/a", "title": "A page", "text": "First line.\
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from tests.runtime.model.synthetic import write_tiny_gguf
+    from tests.helpers.synthetic import write_tiny_gguf
 
     # head_dim 64: every KV mode (q4res groups K by 64 channels) runs on it; an output matrix of its own:
     # with tied embeddings a random model only repeats its last token, whatever came before

@@ -22,7 +22,8 @@ SURFACES = ("os", "tenant")
 APP_ENTRIES = ["bonsai.errors", "bonsai.models", "bonsai.engine", "bonsai.engine.native", "bonsai.tokenizer.chat_template",
                "bonsai.toolcall", "bonsai.toolcall.parser", "bonsai.toolcall.events", "bonsai.toolcall.prompt", "bonsai.toolcall.loop", "bonsai.toolcall.engine_generate",
                "bonsai.toolcall.constrain", "bonsai.toolcall.trie"]
-_IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "*.egg-info", "build", "dist", ".cache")
+EXTRA_ENTRIES = {"tenant": ["bonsai.models_pull"]}  # bonsai-tenant pull-model
+_IGNORE = shutil.ignore_patterns("__pycache__", "vendor", "_vendor", "*.egg-info", "build", "dist", ".cache")
 
 
 def make_repo(root: Path) -> Path:
@@ -32,7 +33,8 @@ def make_repo(root: Path) -> Path:
     for name in SURFACES:
         shutil.copytree(REPO / "surfaces" / name, root / "surfaces" / name, ignore=_IGNORE)
     table = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["bonsai-sync"]
-    table["surfaces"] = {name: {**table["surfaces"][name], "entry": APP_ENTRIES} for name in SURFACES}
+    table["surfaces"] = {name: {**table["surfaces"][name], "entry": APP_ENTRIES + EXTRA_ENTRIES.get(name, [])}
+                         for name in SURFACES}
     (root / "pyproject.toml").write_text(tomli_w.dumps({"tool": {"bonsai-sync": table}}))
     sync(root)
     return root

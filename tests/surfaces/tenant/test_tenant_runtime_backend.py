@@ -5,30 +5,20 @@ from __future__ import annotations
 import json
 
 import pytest
+from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
+from bonsai_tenant.decode import Cancelled
 from bonsai_tenant.errors import InvalidRequest
 from bonsai_tenant.events import Finish, TextDelta, ToolCall
 from bonsai_tenant.runtime_backend import ModelParts, RuntimeBackend
-
-from bonsai.toolcall.prompt import ToolPrompt
+from scripted_model import ByteTokenizer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                                            "required": ["city"]}}}
 
 
-class CharTokenizer:
-    """One token per ASCII character (ids are code points)."""
-
-    vocab_size = 128
-
-    def encode(self, text, allow_special=True):
-        return [ord(c) % 128 for c in text]
-
-    def token_bytes(self, token_id):
-        return bytes([token_id])
-
-    def is_special(self, token_id):
-        return False
+class CharTokenizer(ByteTokenizer):
+    """One token per byte (ids are byte values), plus the ChatML specials; here the texts are ASCII."""
 
 
 def render(messages, tools=None, add_generation_prompt=True):
@@ -37,7 +27,7 @@ def render(messages, tools=None, add_generation_prompt=True):
 
 
 class Scripted:
-    """make_generate for ModelParts: each generate plays `reply` one character per token."""
+    """`generate` for ModelParts: each generation plays `reply` one character per token."""
 
     def __init__(self, reply: str) -> None:
         self.reply = reply
@@ -46,18 +36,17 @@ class Scripted:
         self.resets = 0
         self.steps = 0
 
-    def make_generate(self, max_tokens, temperature):
-        def generate(prompt_ids, processor, on_token):
-            self.prompts.append("".join(map(chr, prompt_ids)))
-            self.processors.append(processor)
-            out = []
-            for ch in self.reply[:max_tokens]:
-                self.steps += 1
-                on_token(ord(ch))
-                out.append(ord(ch))
-            return out
-
-        return generate
+    def generate(self, prompt_ids, settings, processor, on_token, cancelled):
+        self.prompts.append(bytes(prompt_ids).decode())
+        self.processors.append(processor)
+        out = []
+        for ch in self.reply[:settings.max_tokens]:
+            if cancelled():
+                raise Cancelled
+            self.steps += 1
+            on_token(ord(ch), None)
+            out.append(ord(ch))
+        return out
 
     def reset(self):
         self.resets += 1
@@ -65,7 +54,7 @@ class Scripted:
 
 def backend(reply: str, max_positions: int = 4096, **kw) -> tuple[RuntimeBackend, Scripted]:
     script = Scripted(reply)
-    parts = ModelParts(script.make_generate, CharTokenizer(), ToolPrompt(render, ""), max_positions, script.reset)
+    parts = ModelParts(script.generate, CharTokenizer(), ToolPrompt(render, ""), max_positions, script.reset)
     return RuntimeBackend(parts, **kw), script
 
 
@@ -107,7 +96,7 @@ def test_unsupported_tool_schema_and_too_long_prompts_are_invalid_requests_befor
     bad = {"type": "function", "function": {"name": "bad name!", "parameters": {"type": "object"}}}
     with pytest.raises(InvalidRequest, match="tools: tool 'bad name!'"):
         b.stream([{"role": "user", "content": "x"}], tools=[bad], max_tokens=8, temperature=0.0)
-    with pytest.raises(InvalidRequest, match=r"exceeds the model's 64 positions"):
+    with pytest.raises(InvalidRequest, match=r"longer than the 56 positions"):
         b.stream([{"role": "user", "content": "x" * 80}], tools=[], max_tokens=8, temperature=0.0)
     assert script.prompts == []
 
@@ -116,7 +105,7 @@ def test_closing_the_stream_early_stops_the_generation():
     b, script = backend("x" * 100_000, max_positions=10**9)
     stream = b.stream([{"role": "user", "content": "x"}], tools=[], max_tokens=100_000, temperature=0.0)
     assert next(stream) == TextDelta("x")
-    stream.close()
+    stream.cancel()
     assert b.lock.acquire(timeout=10), "the generation thread did not stop"
     assert script.steps < 100_000
 

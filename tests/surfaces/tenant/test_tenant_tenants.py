@@ -58,3 +58,44 @@ def test_config_errors_name_the_file_and_key(tmp_path, text, message):
         load_config(path, environ={"K": "sk"})
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
+
+
+def test_the_database_is_a_sqlite_file_next_to_the_tenants_file_by_default(tmp_path):
+    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n'), environ={"K": "sk"})
+    assert config.database.url == f"sqlite+pysqlite:///{tmp_path.resolve() / 'tenants.db'}"
+
+
+@pytest.mark.parametrize("table, url", [
+    ('url = "sqlite:///state/t.db"', "sqlite+pysqlite:///{dir}/state/t.db"),  # relative to the tenants file
+    ('url = "postgresql://u:pw@db.internal:5432/tenants"', "postgresql+psycopg://u:pw@db.internal:5432/tenants"),
+    ('url-env = "DB_URL"', "postgresql+psycopg://u@h/d"),
+])
+def test_database_urls_name_their_driver(tmp_path, table, url):
+    config = load_config(write(tmp_path, f'[tenants.acme]\napi-key-env = "K"\n[database]\n{table}\n'),
+                         environ={"K": "sk", "DB_URL": "postgresql+psycopg://u@h/d"})
+    assert config.database.url == url.format(dir=tmp_path.resolve())
+
+
+def test_retention_and_quota_are_per_tenant(tmp_path):
+    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\nretention-days = 30\n'
+                                         'daily-token-quota = 100000\n[tenants.globex]\napi-key-env = "G"\n'),
+                         environ={"K": "sk", "G": "sg"})
+    assert [(t.name, t.retention_days, t.daily_token_quota) for t in config.tenants] == [
+        ("acme", 30, 100000), ("globex", None, None)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[database]\nurl = "mysql://h/d"\n', "database.url: 'mysql' is not supported (use sqlite:///PATH or postgresql"),
+    ('[database]\nurl = "not a url"\n', "database.url: not a database URL"),
+    ('[database]\nurl-env = "NOPE"\n', "database.url-env: environment variable NOPE is not set or empty"),
+    ('[database]\nhost = "x"\n', "database.host: unknown key"),
+    ('[database]\nlock-timeout = -1\n', "database.lock-timeout: must be a number of seconds >= 0"),
+    ('[tenants.acme.x]\n', "tenants.acme.x: unknown key"),
+    ('[tenants.b]\napi-key-env = "K"\nretention-days = 0\n', "tenants.b.retention-days: must be a positive integer"),
+    ('[tenants.b]\napi-key-env = "K"\ndaily-token-quota = "lots"\n', "tenants.b.daily-token-quota: must be a positive"),
+])
+def test_database_and_tenant_bound_errors_name_the_key(tmp_path, text, message):
+    path = write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n' + text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={"K": "sk"})
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value)

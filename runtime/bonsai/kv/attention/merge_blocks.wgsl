@@ -7,7 +7,9 @@
 // PARTIAL, which the next window continues or finalize.wgsl merges last. l > 0 for any fold
 // of at least one position (its largest score contributes exp(0) = 1), so PARTIAL is empty iff l == 0.
 // One workgroup per (token, head), HD invocations: invocation j owns acc[j]; m and l are computed
-// identically by all.
+// identically by all. The call's last window (bit 1 of w.first) also finishes the call: PARTIAL, when
+// not empty, merged into MAIN as above, then out = acc / l, the one and only normalisation (the
+// operations of finalize.wgsl, which the serial variant runs; one dispatch fewer per call).
 
 //#include "query.wgsl"
 
@@ -15,6 +17,7 @@
 @group(0) @binding(1) var<storage, read> w: Window;
 @group(0) @binding(2) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]
 @group(0) @binding(3) var<storage, read> part: array<f32>;         // written by blocks.wgsl
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;    // [n_q, n_heads, HD], the last window only
 
 //#include "../format/row_format.wgsl"
 
@@ -35,7 +38,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var pm = NEG_BIG;
     var pl = 0.0;
     var pa = 0.0;
-    if (w.first == 0u) {
+    if ((w.first & 1u) == 0u) {
         mm = state[sb + M_AT];
         ll = state[sb + L_AT];
         aa = state[sb + ACC_AT + j];
@@ -81,6 +84,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             pa = pa / pl;
             pl = 1.0;
         }
+    }
+    if ((w.first & 2u) != 0u) {  // the last window: out = acc / l (PARTIAL merged first where not empty)
+        if (pl == 0.0) {
+            out[idx * HD + j] = aa / ll;
+            return;
+        }
+        let m_new = max(mm, pm);
+        let a = exp(mm - m_new);
+        let c = exp(pm - m_new);
+        out[idx * HD + j] = (aa * a + pa * c) / (ll * a + pl * c);
+        return;
     }
     if (j == 0u) {
         state[sb + M_AT] = mm;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...gpu.limits import workgroups
+from ...gpu.limits import grid, workgroups
 from ...gpu.params import ParamCache, f32_literal
 from ..format.modes import MODES, Mode, get_mode
 from ..format.rows import FORMATS, RowFormat, format_constants
@@ -28,20 +28,33 @@ class Store:
         self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
         self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
-        self.kernel = gpu.kernel(
-            __package__, "store.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, ROTATE_K=m.rotate_k,
+        # f32 rows are copied by a workgroup per row (`main_f32`); rows to quantise by an invocation each
+        self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
+        self.kernel, self.kernel_also = (gpu.kernel(
+            __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main", HEAD_DIM=head_dim, N_KV=n_kv,
+            ROTATE_K=m.rotate_k, ALSO=also,
             INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
             K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
             V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
-        )
+        ) for also in (False, self.f32_rows))
+        self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
-               src_pos: int = 0) -> None:
-        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags."""
+               src_pos: int = 0, also: tuple[Any, Any] | None = None) -> None:
+        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags.
+
+        also=(buffer, words), f32 rows only: the same words into `buffer` too, K rows from word words[0]
+        and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter)."""
         rows = self.halves * n * self.n_kv
         params = self.params.get(n, dst_word, flag_base, src_pos)
-        self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], (workgroups(rows),))
+        if not self.f32_rows:
+            if also is not None:
+                raise ValueError("Store.record(also=...): only f32 rows are copied twice")
+            self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], (workgroups(rows),))
+            return
+        kernel, (dst2, d2) = (self.kernel, self._spares) if also is None else (self.kernel_also, also)
+        self.gpu.dispatch(kernel, [params, k_buf, v_buf, dst, flags, dst2, d2], grid(rows))
 
 
 class GroupStore:

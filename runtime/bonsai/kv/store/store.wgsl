@@ -117,3 +117,53 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     flags[p.flag_base + r] = bad;
 }
+
+// f32 rows (no rotation), one workgroup per row, invocation j copying values j, j + 64, ...: the same
+// words and the same flag as `main` (1: a non-finite value; else 2: a value at or above the limit),
+// without one invocation walking the row alone (bench/NOTES.md: 15 us of a decode step's 30 layers).
+// ALSO: every word goes to dst2 as well, K rows from word d2.k and V rows from d2.v on (a per-step
+// parameter): the copy into the window slot (or the f32 residual) that scatter.wgsl would make next.
+const ALSO: bool = {{ALSO}};
+struct Also { k: u32, v: u32, a0: u32, a1: u32 }
+@group(0) @binding(5) var<storage, read_write> dst2: array<u32>;
+@group(0) @binding(6) var<storage, read> d2: Also;
+var<workgroup> non_finite: atomic<u32>;
+var<workgroup> over_limit: atomic<u32>;
+
+@compute @workgroup_size(64)
+fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+            @builtin(local_invocation_index) li: u32) {
+    let half_rows = p.n * N_KV;
+    let r = wid.y * nw.x + wid.x;
+    if (r >= HALVES * half_rows) { return; }
+    let is_v = r >= half_rows;
+    let src = (p.src_pos * N_KV + r % half_rows) * HD;
+    var out = p.dst_word + r * K_WORDS;
+    var out2 = d2.k + r * K_WORDS;
+    var limit = K_LIMIT;
+    if (is_v) {
+        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
+        out2 = d2.v + (r - half_rows) * V_WORDS;
+        limit = V_LIMIT;
+    }
+    if (li == 0u) {
+        atomicStore(&non_finite, 0u);
+        atomicStore(&over_limit, 0u);
+    }
+    workgroupBarrier();
+    for (var j = li; j < HD; j = j + 64u) {
+        var v: f32;
+        if (is_v) { v = v_src[src + j]; } else { v = k_src[src + j]; }
+        if ((bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u) { atomicOr(&non_finite, 1u); }
+        if (limit > 0.0 && abs(v) >= limit) { atomicOr(&over_limit, 1u); }
+        dst[out + j] = bitcast<u32>(v);
+        if (ALSO) { dst2[out2 + j] = bitcast<u32>(v); }
+    }
+    workgroupBarrier();
+    if (li == 0u) {
+        var bad = 0u;
+        if (atomicLoad(&over_limit) != 0u) { bad = 2u; }
+        if (atomicLoad(&non_finite) != 0u) { bad = 1u; }
+        flags[p.flag_base + r] = bad;
+    }
+}

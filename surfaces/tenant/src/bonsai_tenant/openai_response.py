@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Any
 
-from .events import Event, Finish, TextDelta, ToolCall
+from .events import Event, Finish, Logprob, TextDelta, ToolCall
 
 
 def sse(data: dict[str, Any] | str) -> bytes:
@@ -19,25 +19,35 @@ def sse(data: dict[str, Any] | str) -> bytes:
 class Completion:
     """Accumulates one turn's events; renders the streaming chunks and the final completion."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, logprobs: bool = False) -> None:
         self.id = f"chatcmpl-{secrets.token_hex(12)}"
         self.created = int(time.time())
         self.model = model
         self.text: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.finish = Finish("stop")
+        self.logprobs: list[dict[str, Any]] | None = [] if logprobs else None
+        self._unsent: list[dict[str, Any]] = []  # logprob entries not yet in a streamed chunk
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        logprobs = {"content": self._unsent, "refusal": None} if self._unsent else None
+        self._unsent = []
         return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                 "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+                "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]}
 
     def first_chunk(self) -> dict[str, Any]:
         """The opening chunk that carries the role."""
         return self._chunk({"role": "assistant", "content": ""})
 
     def add(self, event: Event) -> dict[str, Any] | None:
-        """Record an event; the streaming chunk for it (None for Finish, see `last_chunk`)."""
+        """Record an event; the streaming chunk for it (None for Finish, see `last_chunk`, and for a
+        token's logprob, which rides on the next chunk)."""
+        if isinstance(event, Logprob):
+            if self.logprobs is not None:
+                self.logprobs.append(event.to_openai())
+                self._unsent.append(event.to_openai())
+            return None
         if isinstance(event, TextDelta):
             self.text.append(event.text)
             return self._chunk({"content": event.text})
@@ -72,7 +82,8 @@ class Completion:
             message["tool_calls"] = [c.to_openai() for c in self.tool_calls]
         else:
             message["content"] = "".join(self.text)
+        logprobs = {"content": self.logprobs, "refusal": None} if self.logprobs is not None else None
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None,
+                "choices": [{"index": 0, "message": message, "logprobs": logprobs,
                              "finish_reason": self.finish_reason}],
                 "usage": self.usage()}

@@ -1,43 +1,45 @@
-"""The Backend on the bonsai runtime: ToolPrompt, the engine's generate with constrained tool calls, the parser.
+"""The Backend on the bonsai runtime: a request's prompt, constraints and options, then its events.
 
-A request's tools become a registry; inside `<tool_call>` the runtime's ToolCallConstraint masks
-every token that would make the call invalid JSON or break its schema, and the streaming parser
-turns the text into TextDelta / ToolCall events. The KV cache is reset for every request, so one
-tenant's prompt never shares cached positions (or their timing) with another's.
+`stream` does everything that can refuse the request before any work: the tools' schemas, the
+reply format, the prompt encoded with content kept plain (prompt_ids) and bounded by the model's
+positions. The returned Turn generates on the engine (decode.py) under the request's constraint:
+tool calls that always parse and validate ("required"/a named function force one; "auto" lets the
+model choose), or a JSON reply. The text goes through the runtime's echo filter and tool-call parser;
+stop sequences and split UTF-8 are handled in text_out. The KV cache is reset for every request,
+so one tenant's prompt never shares cached positions (or their timing) with another's.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
-import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bonsai.errors import BonsaiError
-from bonsai.models import default_model_path
-from bonsai.toolcall import Tool, ToolRegistry
-from bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
-from bonsai.toolcall.parser import ToolCallParser
-
+from ._vendor.bonsai.errors import BonsaiError
+from ._vendor.bonsai.toolcall import Tool, ToolRegistry
+from ._vendor.bonsai.toolcall.echo import EchoFilter
+from ._vendor.bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from ._vendor.bonsai.toolcall.parser import ToolCallParser
+from .decode import Cancelled, DecodeSettings, GenerateFn
+from .decode import Logprob as TokenLogprob
 from .errors import InvalidRequest, TenantError
-from .events import Event, Finish, TextDelta, ToolCall
-
-_END = object()
-# generate(prompt_ids, processor, on_token) -> new ids, as bonsai.toolcall.engine_generate makes it
-GenerateFn = Callable[[list[int], Any, Callable[[int], None]], list[int]]
+from .events import FEATURES, Event, Finish, Logprob, TextDelta, ToolCall
+from .json_mode import JsonConstraint, reply_node
+from .prompt_ids import Vocabulary, encode_prompt
+from .text_out import TextOut
+from .turn import Turn
 
 
 @dataclass(frozen=True)
 class ModelParts:
     """What the backend needs from a loaded model; tests pass scripted stand-ins."""
 
-    # (max_tokens, temperature) -> a GenerateFn for one request
-    make_generate: Callable[[int, float], GenerateFn]
-    # encode(text, allow_special=...), token_bytes(id), is_special(id), vocab_size
+    # generate(prompt_ids, DecodeSettings, processor, on_token(id, logprob), cancelled) -> new ids (decode.py)
+    generate: GenerateFn
+    # tokens, special_ids, encode(text, allow_special=...), token_bytes(id), token_id(text), is_special(id), vocab_size
     tokenizer: Any
     # bonsai.toolcall.prompt.ToolPrompt: render(messages, tools) -> prompt text
     prompt: Any
@@ -47,8 +49,8 @@ class ModelParts:
     reset: Callable[[], None]
 
 
-class _Cancelled(Exception):
-    """The consumer went away (client disconnected): stop generating."""
+class _StopSequence(Exception):
+    """A stop sequence appeared in the reply: generation ends there."""
 
 
 def registry_for(tools: Sequence[Mapping[str, Any]]) -> ToolRegistry:
@@ -58,110 +60,144 @@ def registry_for(tools: Sequence[Mapping[str, Any]]) -> ToolRegistry:
                                  dict(t["function"].get("parameters") or {"type": "object"})) for t in tools)
     except BonsaiError as exc:
         raise InvalidRequest(f"tools: {exc}") from exc
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:  # e.g. "properties" that is not an object
+        raise InvalidRequest(f"tools: a parameters schema this server cannot follow ({type(exc).__name__})") from exc
 
 
-def _events(parsed: list[Any]) -> Iterator[Event]:
+def _events(parsed: list[Any]) -> list[Event]:
+    out: list[Event] = []
     for event in parsed:
         if isinstance(event, TextEvent):
             if event.text:
-                yield TextDelta(event.text)
+                out.append(TextDelta(event.text))
         elif isinstance(event, ToolCallEvent):
-            yield ToolCall(event.id, event.name, json.dumps(event.arguments, ensure_ascii=False))
+            out.append(ToolCall(event.id, event.name, json.dumps(event.arguments, ensure_ascii=False)))
         elif isinstance(event, ToolErrorEvent):  # not a valid call: keep what the model wrote, as text
-            yield TextDelta(f"<tool_call>{event.raw}</tool_call>")
+            out.append(TextDelta(f"<tool_call>{event.raw}</tool_call>"))
+    return out
 
 
 class RuntimeBackend:
     """A model on the GPU engine; one generation at a time (one device), others wait."""
 
+    features = FEATURES
+
     def __init__(self, parts: ModelParts, *, constrained: bool = True) -> None:
         self.parts, self.constrained = parts, constrained
         self.lock = threading.Lock()
+        self.vocabulary = Vocabulary.of(parts.tokenizer)
         self._trie: Any = None
         self._vocab: list[bytes | None] | None = None
 
     @classmethod
-    def open(cls, path: str | Path | None) -> RuntimeBackend:
-        """The backend for a GGUF file, or the default model when `path` is None."""
-        from bonsai.tokenizer.chat_template import ChatTemplate
-        from bonsai.engine import Sampling
-        from bonsai.engine.native import load_engine
-        from bonsai.toolcall.engine_generate import engine_generate
-        from bonsai.toolcall.prompt import ToolPrompt
+    def open(cls, path: str | Path | None, *, max_positions: int | None = None) -> RuntimeBackend:
+        """The backend for a GGUF file (None: the default model), with at most `max_positions`
+        positions per request (None: the model's own context length)."""
+        from ._vendor.bonsai.config import ModelConfig
+        from ._vendor.bonsai.engine.native import load_engine
+        from ._vendor.bonsai.gguf import GGUFReader
+        from ._vendor.bonsai.models import resolve_model
+        from ._vendor.bonsai.tokenizer.chat_template import ChatTemplate
+        from ._vendor.bonsai.toolcall.prompt import ToolPrompt
+        from .decode import engine_generate
 
-        model = default_model_path() if path is None else Path(path)
-        if not model.is_file():
-            raise TenantError(f"{model}: no such model file")
-        engine = load_engine(model, progress=False)
+        model = resolve_model(path)
+        context = ModelConfig.from_gguf(GGUFReader(model)).context_length
+        if max_positions is not None and max_positions > context:
+            raise TenantError(f"{model}: max-positions {max_positions} is more than the model's context of {context}")
+        engine = load_engine(model, progress=False, max_positions=max_positions or context)
         prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
-        return cls(ModelParts(
-            make_generate=lambda n, t: engine_generate(engine, max_tokens=n, sampling=Sampling(temperature=t)),
-            tokenizer=engine.tokenizer, prompt=prompt, max_positions=engine.max_positions, reset=engine.reset))
+        return cls(ModelParts(generate=engine_generate(engine), tokenizer=engine.tokenizer, prompt=prompt,
+                              max_positions=engine.max_positions, reset=engine.reset))
 
     def stream(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]],
-               max_tokens: int, temperature: float) -> Iterator[Event]:
-        """Validates and renders the prompt now (errors raise here); the returned iterator generates."""
+               max_tokens: int, temperature: float, tool_choice: str = "auto", parallel_tool_calls: bool = True,
+               response_format: dict[str, Any] | None = None, stop: tuple[str, ...] = (), top_p: float = 1.0,
+               seed: int | None = None, logprobs: int | None = None) -> Turn:
+        """Validates, renders and encodes the prompt now (errors raise here); the returned Turn generates."""
         registry = registry_for(tools)
+        node = reply_node(response_format) if response_format else None
+        if node is not None and len(registry) and tool_choice == "auto":
+            raise InvalidRequest("response_format: with tools, set tool_choice to 'none' or 'required' "
+                                 "(a reply that may be either a call or JSON is not supported)")
+        room = self.parts.max_positions - max_tokens
+        if room < 1:
+            raise InvalidRequest(f"max_tokens ({max_tokens}) leaves no room for the prompt in the model's "
+                                 f"{self.parts.max_positions} positions")
         plain = [{**m, "role": "system"} if m["role"] == "developer" else dict(m) for m in messages]
         try:
-            text = self.parts.prompt.render(plain, list(tools) or None)
+            ids = encode_prompt(self.parts.prompt.render, self.parts.tokenizer, self.vocabulary, plain,
+                                list(tools) or None, room)
+        except InvalidRequest:
+            raise
         except (BonsaiError, ValueError, KeyError, TypeError) as exc:
-            raise InvalidRequest(f"messages: cannot render them for the model ({type(exc).__name__}: {exc})") from exc
-        ids = self.parts.tokenizer.encode(text, allow_special=True)
-        if len(ids) + max_tokens > self.parts.max_positions:
-            raise InvalidRequest(f"prompt ({len(ids)} tokens) + max_tokens ({max_tokens}) exceeds the model's "
-                                 f"{self.parts.max_positions} positions")
-        return self._generate(ids, registry, self.parts.make_generate(max_tokens, temperature), max_tokens)
+            raise InvalidRequest(f"messages: cannot render them for the model ({type(exc).__name__})") from exc
+        settings = DecodeSettings(max_tokens, temperature, top_p, seed, logprobs)
 
-    def _processor(self, registry: ToolRegistry) -> Any:
-        """The constraint for this request's tools (vocabulary trie built once), or None."""
-        if not (self.constrained and len(registry)):
-            return None
-        from bonsai.toolcall.constrain import ToolCallConstraint, vocabulary
-        from bonsai.toolcall.trie import TokenTrie
+        def processor() -> Any:
+            if node is not None and not (len(registry) and tool_choice == "required"):
+                return JsonConstraint(node, *self._trie_parts())
+            if not (self.constrained and len(registry)):
+                return None
+            from ._vendor.bonsai.toolcall.constrain import ToolCallConstraint
+
+            vocab, trie = self._trie_parts()
+            return ToolCallConstraint(registry, vocab, trie=trie, force_call=tool_choice == "required",
+                                      max_calls=None if parallel_tool_calls else 1)
+
+        return Turn(lambda emit, cancelled: self._work(ids, registry, settings, processor, stop, emit, cancelled))
+
+    def _trie_parts(self) -> tuple[list[bytes | None], Any]:
+        """The vocabulary's bytes and its TokenTrie (built once per model)."""
+        from ._vendor.bonsai.toolcall.constrain import vocabulary
+        from ._vendor.bonsai.toolcall.trie import TokenTrie
 
         if self._trie is None:
             self._vocab = vocabulary(self.parts.tokenizer)
             self._trie = TokenTrie(self._vocab)
-        return ToolCallConstraint(registry, self._vocab or [], trie=self._trie)
+        return self._vocab or [], self._trie
 
-    def _generate(self, ids: list[int], registry: ToolRegistry, generate: GenerateFn,
-                  max_tokens: int) -> Iterator[Event]:
-        out: queue.Queue[Any] = queue.Queue()
-        cancel = threading.Event()
-        parser = ToolCallParser(registry)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    def _logprob(self, lp: TokenLogprob) -> Logprob:
+        def spelled(token_id: int) -> tuple[str, tuple[int, ...]]:
+            data = self.parts.tokenizer.token_bytes(token_id)
+            return data.decode("utf-8", errors="replace"), tuple(data)
+
+        token, data = spelled(lp.token_id)
+        top = tuple((name, value, raw) for (name, raw), value in ((spelled(i), v) for i, v in lp.top))
+        return Logprob(token, lp.logprob, data, top)
+
+    def _work(self, ids: list[int], registry: ToolRegistry, settings: DecodeSettings,
+              processor: Callable[[], Any], stop: tuple[str, ...], emit: Callable[[Event], None],
+              cancelled: Callable[[], bool]) -> None:
         tok = self.parts.tokenizer
+        text, echo, parser = TextOut(stop), EchoFilter(), ToolCallParser(registry)
+        count = 0
 
-        def emit(piece: str) -> None:
-            for event in _events(parser.feed(piece)):
-                out.put(event)
+        def show(piece: str) -> None:
+            for event in _events(parser.feed(echo.feed(piece))):
+                emit(event)
 
-        def on_token(token_id: int) -> None:
-            if cancel.is_set():
-                raise _Cancelled
-            emit("" if tok.is_special(token_id) else decoder.decode(tok.token_bytes(token_id)))
+        def on_token(token_id: int, lp: TokenLogprob | None) -> None:
+            nonlocal count
+            if cancelled():
+                raise Cancelled
+            count += 1
+            if lp is not None:
+                emit(self._logprob(lp))
+            if not tok.is_special(token_id):
+                show(text.feed(tok.token_bytes(token_id)))
+            if text.stopped:
+                raise _StopSequence
 
-        def work() -> None:
-            try:
-                with self.lock:
-                    self.parts.reset()
-                    new = generate(ids, self._processor(registry), on_token)
-                emit(decoder.decode(b"", final=True))
-                for event in _events(parser.finish()):
-                    out.put(event)
-                out.put(Finish("length" if len(new) >= max_tokens else "stop", len(ids), len(new)))
-            except _Cancelled:
-                pass
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-                out.put(exc)
-            out.put(_END)
-
-        threading.Thread(target=work, name="bonsai-generate", daemon=True).start()
         try:
-            while (item := out.get()) is not _END:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            cancel.set()
+            with self.lock:
+                self.parts.reset()
+                self.parts.generate(ids, settings, processor(), on_token, cancelled)
+        except Cancelled:
+            return
+        except _StopSequence:
+            pass
+        for event in _events(parser.feed(echo.feed(text.finish()) + echo.finish()) + parser.finish()):
+            emit(event)
+        length = count >= settings.max_tokens and not text.stopped
+        emit(Finish("length" if length else "stop", len(ids), count))

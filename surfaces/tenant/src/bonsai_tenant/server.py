@@ -1,66 +1,99 @@
-"""The OpenAI-compatible HTTP API (Starlette): auth per tenant, chat completions, stored completions."""
+"""The OpenAI-compatible HTTP API (Starlette): auth per tenant, chat completions, stored completions.
+
+A finished request's usage (and, with `store: true`, its completion) is written to the tenant
+database before the client is told the request succeeded: when the database fails, the client
+gets a 503 (streaming: an error event instead of the last chunk), never a reply whose record is lost.
+
+Every response is JSON (or, for a stream, server-sent JSON events); a failure the server did not
+expect is logged with a request id and answered with that id only, never with its text (paths,
+file bytes, exception messages). Models load when the app is created, so a bad model stops the
+start, not the first request.
+"""
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
+import re
+import secrets
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bonsai.errors import BonsaiError
-
-from .errors import ApiError, InvalidRequest
+from ._vendor.bonsai.errors import BonsaiError
+from .errors import ApiError, ConfigError, InvalidRequest
 from .events import Backend, Event
+from .http_io import GONE, TIMEOUT, drive, internal_error, read_body, retry_headers, timeout_error
+from .openai_options import bad
 from .openai_request import ChatRequest, parse_chat_request, parse_json
 from .openai_response import Completion, sse
+from .quota import check as check_quota
+from .scheduler import Lane
+from .store import Store, open_store
+from .stored_api import call
+from .stored_api import routes as stored_routes
 from .tenants import ModelSpec, ServerConfig, Tenant
 
 log = logging.getLogger("bonsai_tenant")
 BackendFactory = Callable[[ModelSpec], Backend]
-STORED_LIMIT = 1000
+_PARAM = re.compile(r"^([a-z_]+(?:[.\[][a-z_0-9\].]*)?): ")
 
 
 def default_backend_factory(spec: ModelSpec) -> Backend:
     """The bonsai runtime on the model's GGUF file (the default model when no path is set)."""
     from .runtime_backend import RuntimeBackend
 
-    return RuntimeBackend.open(spec.path)
+    return RuntimeBackend.open(spec.path, max_positions=spec.max_positions)
+
+
+def load_backends(config: ServerConfig, factory: BackendFactory) -> dict[str, Backend]:
+    """Every model, loaded now: a ConfigError of one line naming the model when one cannot load."""
+    backends = {}
+    for spec in config.models.values():
+        try:
+            backends[spec.id] = factory(spec)
+        except BonsaiError as exc:
+            raise ConfigError(f"models.{spec.id}: {' '.join(str(exc).split())}") from exc
+        except Exception as exc:  # noqa: BLE001 - a plug-in factory: any failure stops the start the same way
+            raise ConfigError(f"models.{spec.id}: cannot load it ({type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())})") from exc
+    return backends
 
 
 class _State:
-    """What the app keeps between requests: backends per model, stored completions per tenant."""
+    """What the app keeps between requests: backends and lanes per model; the tenant database."""
 
-    def __init__(self, config: ServerConfig, factory: BackendFactory) -> None:
+    def __init__(self, config: ServerConfig, backends: dict[str, Backend], store: Store) -> None:
         self.config = config
-        self.factory = factory
-        self.backends: dict[str, Backend] = {}
-        self.stored: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.backends = backends
+        self.lanes = {m: Lane(config.limits.queue_size, len(config.tenants)) for m in backends}
+        self.store = store
 
-    def backend(self, spec: ModelSpec) -> Backend:
-        with self.lock:
-            if spec.id not in self.backends:
-                self.backends[spec.id] = self.factory(spec)
-            return self.backends[spec.id]
+    async def check_quota(self, tenant: Tenant) -> None:
+        """429 when the tenant has used its daily tokens (all servers on this database together)."""
+        if tenant.daily_token_quota is not None:
+            used = await call(self.store.tokens_today, tenant.name)
+            check_quota(tenant.name, tenant.daily_token_quota, used, self.store.now())
 
-    def store(self, tenant: Tenant, completion: Completion) -> None:
-        with self.lock:
-            self.stored[completion.id] = (tenant.name, completion.to_dict())
-            while len(self.stored) > STORED_LIMIT:
-                self.stored.popitem(last=False)
+    async def record(self, tenant: Tenant, req: ChatRequest, completion: Completion) -> None:
+        """Write the request's usage (and its completion if `store`) in one transaction; a 503 if it fails."""
+        stored = (completion.to_dict(), req.sent_messages, req.metadata) if req.store else None
+        await call(self.store.record, tenant.name, req.model, completion.finish.prompt_tokens,
+                   completion.finish.completion_tokens, stored,
+                   what="the tenant database did not answer, so the reply was not recorded and is withheld")
 
 
 def _error_response(error: ApiError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
-    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else retry_headers(error)
+    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -74,78 +107,154 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                                     code="not_found" if exc.status_code == 404 else None))
 
 
-def _turn(state: _State, spec: ModelSpec, req: ChatRequest) -> Iterator[Event]:
-    """Start one turn (loads the model on first use); request problems the backend finds are 400s."""
+class JsonErrors:
+    """Outermost guard: an unexpected exception becomes a JSON 500 (the connection stays usable)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception:
+            request_id = secrets.token_hex(6)
+            log.exception("request %s: unexpected error", request_id)
+            if not started:
+                await _error_response(internal_error(request_id))(scope, receive, send)
+
+
+def _check_features(backend: Backend, spec: ModelSpec, req: ChatRequest) -> None:
+    """A parameter the model's backend does not honour is a 400, never silently dropped."""
+    features: frozenset[str] = getattr(backend, "features", frozenset())
+    for name in req.options():
+        if name not in features:
+            raise bad(f"{name}: not supported by model {spec.id!r}", name)
+
+
+def _start(backend: Backend, req: ChatRequest, request_id: str) -> Iterator[Event]:
+    """Validate and encode the turn (no generation yet): request problems are 400s naming the field."""
     try:
-        backend = state.backend(spec)
         return iter(backend.stream(req.messages, tools=req.tools, max_tokens=req.max_tokens,
-                                   temperature=req.temperature))
+                                   temperature=req.temperature, **req.options()))
     except InvalidRequest as exc:
-        raise ApiError(400, str(exc), code="invalid_value") from exc
-    except BonsaiError as exc:
-        raise ApiError(500, f"model {spec.id!r} failed to start: {exc}", type="server_error") from exc
+        match = _PARAM.match(str(exc))
+        raise ApiError(400, str(exc), param=match.group(1) if match else None, code="invalid_value") from exc
+    except Exception as exc:
+        log.exception("request %s: the model could not start the turn", request_id)
+        raise internal_error(request_id, "the model could not start") from exc
 
 
-def _run_turn(state: _State, spec: ModelSpec, req: ChatRequest) -> Completion:
-    completion = Completion(req.model)
-    events = _turn(state, spec, req)
-    try:
-        for event in events:
-            completion.add(event)
-    except BonsaiError as exc:
-        raise ApiError(500, f"generation failed: {exc}", type="server_error") from exc
-    return completion
+class EventStream:
+    """A streamed turn as server-sent events. Errors before the first event stay HTTP errors; after
+    it, they are one error event (without the server's details) and `[DONE]`."""
 
+    def __init__(self, state: _State, tenant: Tenant, req: ChatRequest, events: Iterator[Event], lane: Lane,
+                 deadline: float, request_id: str) -> None:
+        self.state, self.tenant, self.req, self.events, self.lane = state, tenant, req, events, lane
+        self.deadline, self.request_id = deadline, request_id
 
-def _sse_turn(state: _State, tenant: Tenant, req: ChatRequest, events: Iterator[Event]) -> Iterator[bytes]:
-    completion = Completion(req.model)
-    yield sse(completion.first_chunk())
-    try:
-        for event in events:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        req, completion = self.req, Completion(self.req.model, logprobs=self.req.logprobs is not None)
+        started = False
+
+        async def body(data: bytes, more: bool = True) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+
+        async def begin() -> None:
+            nonlocal started
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream; charset=utf-8"),
+                                    (b"cache-control", b"no-cache")]})
+            started = True
+            await body(sse(completion.first_chunk()))
+
+        async def emit(event: Event) -> None:
             chunk = completion.add(event)
             if chunk is not None:
-                yield sse(chunk)
-    except Exception as exc:  # noqa: BLE001 - headers are sent; the error goes in the stream
-        log.exception("generation failed mid-stream")
-        yield sse(ApiError(500, f"generation failed: {exc}", type="server_error").body())
-        yield sse("[DONE]")
-        return
-    yield sse(completion.last_chunk())
-    if req.include_usage:
-        yield sse(completion.usage_chunk())
-    yield sse("[DONE]")
-    if req.store:
-        state.store(tenant, completion)
+                await body(sse(chunk))
+
+        error: ApiError | None = None
+        try:
+            outcome = await drive(self.events, self.lane, self.tenant.name, self.deadline, receive, emit, begin)
+            if outcome == TIMEOUT:
+                error = timeout_error(self.state.config.limits.request_timeout)
+        except ApiError as exc:
+            outcome, error = "", exc
+        except Exception:
+            log.exception("request %s: generation failed mid-stream", self.request_id)
+            outcome, error = "", internal_error(self.request_id, "generation failed")
+        if outcome == GONE:
+            return
+        if error is None:
+            try:
+                await self.state.record(self.tenant, req, completion)
+            except ApiError as exc:
+                error = exc
+        if error is not None and not started:
+            await _error_response(error)(scope, receive, send)
+            return
+        if error is not None:
+            await body(sse(error.body()) + sse("[DONE]"), more=False)
+            return
+        await body(sse(completion.last_chunk()))
+        if req.include_usage:
+            await body(sse(completion.usage_chunk()))
+        await body(sse("[DONE]"), more=False)
 
 
-def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory) -> Starlette:
-    """The ASGI app. `backend_factory` makes one Backend per model id, on first use."""
-    state = _State(config, backend_factory)
+def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory,
+               store: Store | None = None) -> Starlette:
+    """The ASGI app. Loads one Backend per model id now (ConfigError naming the model if one fails) and
+    opens the tenant database (`config.database` unless `store` is given; StoreError of one line)."""
+    if store is None:
+        store = open_store(config.database, {t.name: t.retention_days for t in config.tenants})
+    state = _State(config, load_backends(config, backend_factory), store)
+    limits = config.limits
 
     async def chat_completions(request: Request) -> Response:
+        arrival, request_id = time.monotonic(), secrets.token_hex(6)
         tenant = config.authenticate(request.headers.get("authorization"))
-        req = parse_chat_request(parse_json(await request.body()))
+        req = parse_chat_request(parse_json(await read_body(request, limits.max_body_bytes)))
         spec = config.model_for(tenant, req.model)
+        backend, lane = state.backends[spec.id], state.lanes[spec.id]
+        _check_features(backend, spec, req)
+        await state.check_quota(tenant)
+        lane.admit(tenant.name)  # a full queue is refused before the prompt is even encoded
+        events = await run_in_threadpool(_start, backend, req, request_id)
+        deadline = arrival + limits.request_timeout
         if req.stream:
-            events = await run_in_threadpool(_turn, state, spec, req)
-            return StreamingResponse(_sse_turn(state, tenant, req, events), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache"})
-        completion = await run_in_threadpool(_run_turn, state, spec, req)
-        if req.store:
-            state.store(tenant, completion)
-        return JSONResponse(completion.to_dict())
+            return EventStream(state, tenant, req, events, lane, deadline, request_id)  # type: ignore[return-value]
+        completion = Completion(req.model, logprobs=req.logprobs is not None)
 
-    async def stored_completion(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        completion_id = request.path_params["completion_id"]
-        owner, body = state.stored.get(completion_id, (None, None))
-        if owner is None:
-            raise ApiError(404, f"no stored completion {completion_id!r} (send store=true to keep one)",
-                           code="not_found")
-        if owner != tenant.name:
-            raise ApiError(403, f"completion {completion_id!r} belongs to another tenant",
-                           type="permission_error", code="forbidden")
-        return JSONResponse(body)
+        async def emit(event: Event) -> None:
+            completion.add(event)
+
+        async def nothing() -> None:
+            return None
+
+        try:
+            outcome = await drive(events, lane, tenant.name, deadline, request.receive, emit, nothing)
+        except ApiError:
+            raise
+        except Exception as exc:
+            log.exception("request %s: generation failed", request_id)
+            raise internal_error(request_id, "generation failed") from exc
+        if outcome == GONE:
+            return Response(status_code=499)  # nobody reads it: the client is gone
+        if outcome == TIMEOUT:
+            raise timeout_error(limits.request_timeout)
+        await state.record(tenant, req, completion)
+        return JSONResponse(completion.to_dict())
 
     async def list_models(request: Request) -> Response:
         tenant = config.authenticate(request.headers.get("authorization"))
@@ -163,9 +272,10 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/chat/completions/{completion_id}", stored_completion, methods=["GET"]),
+        *stored_routes(config, store),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={ApiError: _api_error, HTTPException: _http_error})
+    return Starlette(routes=routes, middleware=[Middleware(JsonErrors)],
+                     exception_handlers={ApiError: _api_error, HTTPException: _http_error})

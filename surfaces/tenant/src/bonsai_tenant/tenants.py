@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .db_config import DatabaseSpec, database_spec
 from .errors import ApiError, ConfigError
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -24,10 +25,14 @@ def key_digest(key: str) -> str:
 
 @dataclass(frozen=True)
 class Tenant:
-    """One customer: its name and the sha256 of its API key."""
+    """One customer: its name, the sha256 of its API key, and how its stored state is bounded."""
 
     name: str
     key_sha256: str
+    # stored completions older than this many days are deleted (None: kept until deleted)
+    retention_days: int | None = None
+    # prompt + completion tokens this tenant may use per UTC day, all models together (None: no quota)
+    daily_token_quota: int | None = None
 
 
 @dataclass(frozen=True)
@@ -38,23 +43,59 @@ class ModelSpec:
     path: str | None = None
     # Tenants allowed to use this model; None means every tenant.
     tenants: frozenset[str] | None = None
+    # The most positions (prompt + reply) one request may use; None: the model's own context length.
+    max_positions: int | None = None
 
     def allows(self, tenant: Tenant) -> bool:
         return self.tenants is None or tenant.name in self.tenants
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How much work one request may ask for, and how many may wait."""
+
+    # the largest request body read (a larger one is a 413 before it is read)
+    max_body_bytes: int = 1 << 20
+    # requests waiting per model, all tenants together (each tenant gets an equal share); more: 429
+    queue_size: int = 16
+    # seconds from a request's arrival to its last byte, waiting included; then it is stopped
+    request_timeout: float = 300.0
+
+
+def _unique_keys(tenants: tuple[Tenant, ...]) -> None:
+    """Two tenants with one key would authenticate as each other: refuse, naming both."""
+    seen: dict[str, str] = {}
+    for tenant in tenants:
+        if tenant.key_sha256 in seen:
+            raise ConfigError(f"tenants.{tenant.name}: has the same API key as tenants.{seen[tenant.key_sha256]}; "
+                              "every tenant needs its own key")
+        seen[tenant.key_sha256] = tenant.name
+
+
+@dataclass(frozen=True)
 class ServerConfig:
-    """Everything the server needs to decide who may do what."""
+    """Everything the server needs to decide who may do what, and how much."""
 
     tenants: tuple[Tenant, ...]
     models: Mapping[str, ModelSpec]
+    limits: Limits = Limits()
+    database: DatabaseSpec = DatabaseSpec()
+
+    def __post_init__(self) -> None:
+        _unique_keys(self.tenants)
 
     @classmethod
-    def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None) -> ServerConfig:
-        """Build from {tenant name: plain API key} (tests and embedding); default model for all."""
-        tenants = tuple(Tenant(name, key_digest(key)) for name, key in sorted(keys.items()))
-        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")})
+    def from_keys(cls, keys: Mapping[str, str], models: Mapping[str, ModelSpec] | None = None,
+                  limits: Limits | None = None, database: DatabaseSpec | None = None,
+                  **tenant_settings: Any) -> ServerConfig:
+        """Build from {tenant name: plain API key} (tests and embedding); default model for all; a
+        database in memory unless given. `tenant_settings`: Tenant fields for every tenant."""
+        tenants = tuple(Tenant(name, key_digest(key), **tenant_settings) for name, key in sorted(keys.items()))
+        return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")}, limits or Limits(),
+                   database or DatabaseSpec())
+
+    def tenant(self, name: str) -> Tenant | None:
+        return next((t for t in self.tenants if t.name == name), None)
 
     def authenticate(self, authorization: str | None) -> Tenant:
         """The tenant whose key is in `Authorization: Bearer <key>`, else a 401."""
@@ -89,56 +130,96 @@ def _string_list(value: Any, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
-def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
-    where = f"{path}: tenants.{name}"
+def _table(where: str, table: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """`table` if it is a TOML table holding only `keys`; else a ConfigError naming what is wrong."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"api-key-env", "api-key-sha256"})
+    unknown = sorted(set(table) - set(keys))
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use api-key-env or api-key-sha256)")
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use {', '.join(keys[:-1])} or {keys[-1]})")
+    return table
+
+
+def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Tenant:
+    where = f"{path}: tenants.{name}"
+    table = _table(where, table, ("api-key-env", "api-key-sha256", "retention-days", "daily-token-quota"))
+    bounds = (_positive(table, "retention-days", where, int, None), _positive(table, "daily-token-quota", where, int, None))
     if "api-key-sha256" in table:
         digest = table["api-key-sha256"]
         if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
             raise ConfigError(f"{where}.api-key-sha256: must be 64 lowercase hex digits (sha256 of the key)")
-        return Tenant(name, digest)
+        return Tenant(name, digest, *bounds)
     variable = table.get("api-key-env")
     if not isinstance(variable, str):
         raise ConfigError(f"{where}: needs api-key-env (an environment variable name) or api-key-sha256")
     key = environ.get(variable, "")
     if not key:
         raise ConfigError(f"{where}.api-key-env: environment variable {variable} is not set or empty")
-    return Tenant(name, key_digest(key))
+    return Tenant(name, key_digest(key), *bounds)
+
+
+def _positive(table: dict[str, Any], key: str, where: str, kind: type, default: Any) -> Any:
+    if key not in table:
+        return default
+    value = table[key]
+    ok = isinstance(value, int | float) if kind is float else isinstance(value, int)
+    if isinstance(value, bool) or not ok or value <= 0:
+        what = "a positive number of seconds" if kind is float else "a positive integer"
+        raise ConfigError(f"{where}.{key}: must be {what}, got {value!r}")
+    return kind(value)
 
 
 def _model(path: Path, model_id: str, table: Any, tenant_names: set[str]) -> ModelSpec:
     where = f"{path}: models.{model_id}"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
-    unknown = sorted(set(table) - {"path", "tenants"})
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key (use path or tenants)")
+    table = _table(where, table, ("path", "tenants", "max-positions"))
     model_path = table.get("path")
     if model_path is not None and not isinstance(model_path, str):
         raise ConfigError(f"{where}.path: must be a string (a GGUF file)")
     tenants = _string_list(table["tenants"], f"{where}.tenants") if "tenants" in table else None
     for name in sorted((tenants or frozenset()) - tenant_names):
         raise ConfigError(f"{where}.tenants: {name!r} is not a tenant in this file")
-    return ModelSpec(model_id, model_path, tenants)
+    return ModelSpec(model_id, model_path, tenants, _positive(table, "max-positions", where, int, None))
 
 
-def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
-    """Read a TOML file with `[tenants.NAME]` and `[models.ID]` tables; errors name the key."""
-    path = Path(path)
-    environ = os.environ if environ is None else environ
+def _limits(path: Path, table: Any) -> Limits:
+    where = f"{path}: server"
+    table = _table(where, table, ("max-body-bytes", "queue-size", "request-timeout"))
+    default = Limits()
+    return Limits(_positive(table, "max-body-bytes", where, int, default.max_body_bytes),
+                  _positive(table, "queue-size", where, int, default.queue_size),
+                  _positive(table, "request-timeout", where, float, default.request_timeout))
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the tenants file ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    unknown = sorted(set(data) - {"tenants", "models"})
+
+
+def _database(path: Path, data: dict[str, Any], environ: Mapping[str, str]) -> DatabaseSpec:
+    table = _table(f"{path}: database", data.get("database", {}), ("url", "url-env", "lock-timeout"))
+    return database_spec(path, table, environ)
+
+
+def load_database(path: str | Path, environ: Mapping[str, str] | None = None) -> DatabaseSpec:
+    """Only the `[database]` of a tenants file (for `bonsai-tenant usage`: no tenant keys needed)."""
+    path = Path(path)
+    return _database(path, _read(path), os.environ if environ is None else environ)
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ServerConfig:
+    """Read a TOML file with `[tenants.NAME]`, `[models.ID]`, `[server]` and `[database]` tables; errors
+    name the key."""
+    path = Path(path)
+    environ = os.environ if environ is None else environ
+    data = _read(path)
+    unknown = sorted(set(data) - {"tenants", "models", "server", "database"})
     if unknown:
-        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME] and [models.ID])")
+        raise ConfigError(f"{path}: {unknown[0]}: unknown table (use [tenants.NAME], [models.ID], [server] "
+                          "and [database])")
     tenants_table = data.get("tenants") or {}
     if not tenants_table:
         raise ConfigError(f"{path}: tenants: define at least one [tenants.NAME] table")
@@ -146,4 +227,8 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> S
     models_table = data.get("models") or {"smollm2": {}}
     names = {t.name for t in tenants}
     models = {m: _model(path, m, t, names) for m, t in sorted(models_table.items())}
-    return ServerConfig(tenants, models)
+    database = _database(path, data, environ)
+    try:
+        return ServerConfig(tenants, models, _limits(path, data.get("server", {})), database)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import struct
 import sys
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -12,7 +15,7 @@ from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
 from ..kv.api import KVCacheAPI
-from .forward import GpuModel, fit_batch
+from .forward import HISTORY, GpuModel, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
@@ -43,8 +46,13 @@ class Engine:
 
     def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
-                 progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None) -> None:
+                 progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
+                 resident_steps: int = 16) -> None:
         self.reader, self.cfg = reader, cfg
+        # greedy decoding runs this many steps on the GPU between readbacks (1: one readback per token)
+        if not 1 <= resident_steps <= HISTORY:
+            raise ValueError(f"resident_steps must be in 1..{HISTORY}, got {resident_steps}")
+        self.resident_steps = resident_steps
         self.cache_factory = cache_factory
         self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
@@ -70,18 +78,29 @@ class Engine:
         self.gpu = gpu
         self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
         if cache is None:
-            if self.cache_factory is None:
-                from ..kv.cache import KVCache
-
-                self.cache_factory = KVCache
-            cache = self.cache_factory(gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
-                            mode=self.kv_mode, window=self.window, vram_budget=self.vram_budget)
+            cache = self._new_cache()
         else:
             cache.restore(gpu)
         self.cache = cache
         # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
         self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
         self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
+
+    def _new_cache(self) -> KVCacheAPI:
+        if self.cache_factory is None:
+            from ..kv.cache import KVCache
+
+            self.cache_factory = KVCache
+        return self.cache_factory(self.gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim,
+                                  self.max_positions, mode=self.kv_mode, window=self.window,
+                                  vram_budget=self.vram_budget)
+
+    def use_cache(self, *, kv: str, window: int) -> None:
+        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
+        self.kv_mode, self.window = kv, window
+        self.cache = cache = self._new_cache()
+        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
+        self.reset()
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> float:
@@ -114,6 +133,33 @@ class Engine:
                 self.recover()
         self.fed[self.pos :] = ids
         self.pos += len(ids)
+        return out
+
+    def _steps_on_gpu(self, tok: int, n: int, before: Callable[[int], None]) -> list[int]:
+        """n greedy decode steps from `tok` at self.pos, recorded back to back: each step's embedding reads
+        the id the last step's argmax left on the GPU, its KV rows are parked on the GPU (`KVCache.park`),
+        and one readback at the end brings the n ids and every row to the host. `before(j)` runs before
+        step j is recorded. A device loss re-runs the block on a new device from the host master, which is
+        exact up to self.pos (the last readback), so the ids are those of an uninterrupted run."""
+        start = self.pos
+        for attempt in (0, 1):
+            try:
+                self._watch.check()
+                a = self.model.act
+                self.gpu.write(a.token, array("I", [tok]))
+                for j in range(n):
+                    before(j)
+                    self.model.record([tok], start + j, all_logits=False, from_token=True, hist=j, park=True)
+                raw = self.cache.sync_host(also=(a.token, 4 * (1 + n)))
+                self._watch.check()
+                break
+            except Exception as exc:
+                if attempt or not is_device_lost(self.gpu, exc):
+                    raise
+                self.recover()
+        out = list(struct.unpack(f"<{n}I", raw[4: 4 * (1 + n)]))
+        self.fed[start:] = [tok, *out[:-1]]
+        self.pos = start + n
         return out
 
     # ---- verbs ---------------------------------------------------------------------------
@@ -179,14 +225,27 @@ class Engine:
         rng = s.rng()
         stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
         greedy = s.greedy
+        # greedy: several steps per readback where the cache lets rows wait on the GPU (`_steps_on_gpu`)
+        resident = greedy and self.resident_steps > 1 and bool(getattr(self.cache, "can_park", False))
         start = len(self.recoveries)
         t0 = time.perf_counter()
         out = self._prefill(list(prompt_ids), argmax=greedy)
         gen = Generation(tokens=[], prefill_s=time.perf_counter() - t0)
         t1 = time.perf_counter()
         text = ""
+        tok = out if greedy else sample(last_row(out), s, rng)
+        ahead: list[int] = []  # ids the GPU decoded past `tok` (fed positions run len(ahead) beyond)
+        called = [-1]  # the last i `on_step` ran for (a block re-run after a device loss does not repeat it)
+
+        def before(i: int) -> None:
+            if on_step and i > called[0]:
+                called[0] = i
+                on_step(i)
+
+        def before_step(i: int, j: int) -> None:  # step j of a block decoded from token i
+            before(i + j)
+
         for i in range(max_tokens):
-            tok = out if greedy else sample(last_row(out), s, rng)
             if tok in stops:
                 gen.stop_reason = "eos"
                 break
@@ -209,11 +268,18 @@ class Engine:
                     on_token(tok, piece)
             elif on_token:
                 on_token(tok, "")
-            if i + 1 == max_tokens or self.pos >= self.max_positions:
+            if i + 1 == max_tokens or self.pos - len(ahead) >= self.max_positions:
                 break
-            if on_step:
-                on_step(i)
-            out = self._step([tok], argmax=greedy)
+            if not ahead and resident:
+                n = min(self.resident_steps, max_tokens - 1 - i, self.max_positions - self.pos)
+                ahead = self._steps_on_gpu(tok, n, functools.partial(before_step, i))
+            elif not ahead:
+                before(i)
+                out = self._step([tok], argmax=greedy)
+                ahead = [out if greedy else sample(last_row(out), s, rng)]
+            tok = ahead.pop(0)
+        if ahead:  # stopped inside a block: forget the positions fed after the last token kept
+            self.rewind(self.pos - len(ahead))
         gen.decode_s = time.perf_counter() - t1
         gen.text = text
         gen.recoveries = self.recoveries[start:]

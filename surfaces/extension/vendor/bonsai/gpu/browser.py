@@ -98,15 +98,6 @@ class BrowserGpu(Recorder):
         name = info["description"] or info["device"] or info["vendor"] or "unknown adapter"
         return f"{name} (WebGPU, {info['architecture'] or 'unknown architecture'}, {info['adapter_type']})"
 
-    @property
-    def max_binding_bytes(self) -> int:
-        return self.limits.max_binding_bytes
-
-    @property
-    def is_cpu(self) -> bool:
-        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
-        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
-
     # ---- buffers ------------------------------------------------------------------------
     def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
         """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
@@ -200,8 +191,7 @@ class BrowserGpu(Recorder):
         return pipeline
 
     def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
-        entries = [{"binding": i, "resource": b.view if isinstance(b, WordTexture) else {"buffer": b}}
-                   for i, b in enumerate(buffers)]
+        entries = self._bind_entries(buffers)
         return self.device.createBindGroup(self._obj({"label": name, "layout": pipeline.getBindGroupLayout(0),
                                                       "entries": entries}))
 

@@ -23,6 +23,7 @@ class Recorder:
     """Records dispatches into one open compute pass; `flush` submits them."""
 
     limits: Limits
+    adapter: Any  # .info: a mapping with "adapter_type" among others
 
     def __init__(self) -> None:
         self._kernels = KernelCache()
@@ -33,6 +34,21 @@ class Recorder:
         self.dispatch_count = 0
         self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
         self._tape_clean = True  # no write, read or copy happened while taping
+
+    @property
+    def max_binding_bytes(self) -> int:
+        return self.limits.max_binding_bytes
+
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
+    @staticmethod
+    def _bind_entries(resources: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Bind-group entries 0.. for buffers and word textures (their views), as both APIs take them."""
+        return [{"binding": i, "resource": r.view if isinstance(r, WordTexture) else {"buffer": r}}
+                for i, r in enumerate(resources)]
 
     # ---- what a backend supplies ----------------------------------------------------------
     def _compile(self, name: str, code: str, entry: str) -> Any:

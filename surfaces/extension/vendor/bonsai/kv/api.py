@@ -19,8 +19,16 @@ class KVCacheAPI(Protocol):
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
         """Read back every row appended since the last sync into the host master (plus `also`'s bytes)."""
 
-    def prepare(self, pos: int, n: int, n_heads: int) -> None:
-        """Write a step's position-dependent parameters before it is recorded (one compute pass)."""
+    def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
+        """Write a step's position-dependent parameters before it is recorded (one compute pass); park=True
+        also the destination of the `park` that follows the step."""
+
+    @property
+    def can_park(self) -> bool:
+        """Whether `park` may be used (rows can wait on the GPU for several steps)."""
+
+    def park(self) -> None:
+        """Record moving a one-position step's staged rows aside on the GPU; the next sync takes them."""
 
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """Equal keys: a recording of the step may be replayed; None: record it afresh."""

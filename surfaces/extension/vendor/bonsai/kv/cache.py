@@ -20,10 +20,11 @@ from ..gpu.params import ParamCache, StepParams
 from .attention.driver import Attention, Window
 from .errors import KVError
 from .format.modes import MODES, get_mode
+from .handover import Handover
 from .layout import Kind, Layout
 from .master import HostMaster
 from .mirrors import Mirrors
-from .residual import Residual
+from .residual import RESIDUAL_ROLE, Residual
 from .slots import Slots
 from .staging import Entry, Staging
 from .store.scatter import Scatter
@@ -35,7 +36,7 @@ class KVCache:
 
     def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
                  mode: str = "f32", window: int = 64, vram_budget: int | None = None,
-                 staging_positions: int = 512, variant: str = "auto") -> None:
+                 staging_positions: int = 512, variant: str = "auto", handover_steps: int = 32) -> None:
         if mode not in MODES:
             raise KVError(f"KVCache mode must be one of {', '.join(MODES)}, got {mode!r}")
         if staging_positions < 1:
@@ -57,6 +58,8 @@ class KVCache:
         self.residual = Residual(lay) if lay.mode.grouped else None
         self.requested_staging_positions = staging_positions
         self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
+        self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
+        self.fuse_store = True  # one-position f32 rows: the store kernel writes the slot/residual copy too
         self._bind(gpu)
 
     @property
@@ -93,8 +96,9 @@ class KVCache:
         self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host,
                             self._mirrors.mark_all)
         self._state: Any = None
+        self._handover: Handover | None = None  # made by the first `park`
         if self.residual is not None:
-            self.residual.bind(gpu, self._params, self._mirrors)
+            self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
@@ -120,9 +124,19 @@ class KVCache:
         if not stg.room_for(n * (lay.stored_k_words + lay.stored_v_words) + group_words, 2 * n * lay.n_kv):
             self.sync_host()
         entry = stg.book_rows(layer, pos, n)
-        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos)
-        v_src = entry.word + n * lay.stored_k_words
         grouped, v_res = lay.mode.grouped, lay.mode.v_residual
+        res = self.residual
+        # one position of f32 rows: the store kernel also writes them where the scatter would copy them
+        # (the slot, or for K and V both grouped the residual), one dispatch instead of two
+        also = None
+        if self.fuse_store and n == 1 and self._store.f32_rows and (not grouped or v_res):
+            if res is None:
+                also = (self._slots.get(layer, pos // lay.window, entry),
+                        self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
+            else:
+                also = (res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE))
+        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
+        v_src = entry.word + n * lay.stored_k_words
         p = pos
         while p < pos + n:
             win = p // lay.window
@@ -132,32 +146,44 @@ class KVCache:
             n_k = 0 if grouped else (end - p) * lay.k_words
             n_v = 0 if v_res else (end - p) * lay.v_words
             k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
-            self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k, v_src + (p - pos) * lay.v_words,
-                                 n_v, slot, k_word, v_word)
+            if also is None:
+                self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
+                                     v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
             self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
             self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
             p = end
-        if self.residual is not None:
-            self.residual.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry))
+        if res is not None:
+            res.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=also is not None)
 
     # ---- replaying a recorded step --------------------------------------------------------
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
         when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):
-        equal keys, equal dispatch lists. None when the step may do more than record dispatches
-        (grouped modes, a VRAM budget, rows not synced, a window slot still to be made)."""
-        if self.residual is not None or n != 1 or self._staging.pending or not self._slots.all_resident:
+        equal keys, equal dispatch lists. None when the step may do more than record dispatches (a VRAM
+        budget, rows not synced, a window slot still to be made; grouped modes: a step that fills its K
+        group or appends into a group the residual does not hold)."""
+        if n != 1 or self._staging.pending or not self._slots.all_resident:
             return None
+        res, g0 = self.residual, 0
+        if res is not None:  # the residual scatter's destination is a step parameter (`prepare`)
+            g0 = pos - pos % self.layout.group
+            if not res.only_appends(pos):
+                return None
         win = pos // self.window
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         att = self._attention(n_heads)
         rows: tuple = ()
         if att.variant == "serial":  # the step refreshes the mirrors' rows holding position pos
+            if res is not None:  # and the residual's, which move with pos too
+                return None
             if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
                 return None
-            rows = tuple(self.layout.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES for kind in Kind)
-        return win, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
+            lay = self.layout  # the first and last texture row of each new K and V row
+            rows = tuple((lay.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES,
+                          ((lay.slot_word(kind, pos) + words) * 4 - 1) // TEXTURE_ROW_BYTES)
+                         for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
+        return win, g0, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
@@ -166,30 +192,60 @@ class KVCache:
             self._check_range(layer, pos, n)
             self._staging.book_rows(layer, pos, n)
 
-    def prepare(self, pos: int, n: int, n_heads: int) -> None:
+    def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
         """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
         its per-step parameters now, so recording the step writes nothing and stays one compute pass.
 
         Optional: without it the same writes happen during recording (correct, one more submit each).
+        park=True: the step will be followed by `park`; its destinations are written now too.
         """
         self._check_range(0, pos, n)
+        if park:
+            self._parking().prepare()
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
+        if self.residual is not None:
+            self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
         att = self._attention(n_heads)
-        _, wins = self._windows(0, pos + n)
-        for i, desc in enumerate(att.pieces(wins, n)):
-            att.window_params(desc, i == 0, i)
-        att.call_params(pos, n)
+        att.plan(self._windows(0, pos + n)[1], pos, n)
+
+    # ---- parking: rows that wait on the GPU for several decode steps -------------------------
+    @property
+    def can_park(self) -> bool:
+        """Without a VRAM budget no window is ever streamed or evicted, so rows may wait on the GPU."""
+        return bool(self._slots.all_resident)
+
+    def park(self) -> None:
+        """Record moving the rows staged by the step just recorded (one position in every layer) into the
+        handover (`bonsai.kv.handover`): staging is empty again and the next step replays the same tape.
+        `sync_host` takes every parked step back in one read."""
+        if not self.can_park:
+            raise KVError("park: a cache under a VRAM budget streams windows from the host master, which must be "
+                          "synced every step")
+        self._parking().park()
+
+    def _parking(self) -> Handover:
+        if self._handover is None:
+            self._handover = Handover(self.gpu, self.layout, self._staging, self._scatter, self.handover_steps)
+        return self._handover
 
     # ---- the host master --------------------------------------------------------------------
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
-        """One readback of every row appended since the last sync into the host master.
+        """One readback of every row appended since the last sync into the host master (parked steps
+        first: two reads when rows were also staged after the last park).
 
-        also=(buffer, nbytes), nbytes <= 64: the first nbytes of `buffer` come back in the same
-        readback and are returned (the engine's sampled token: one GPU round trip per step, not two).
+        also=(buffer, nbytes), nbytes <= 256: the first nbytes of `buffer` come back in the same
+        readback and are returned (the engine's sampled tokens: one GPU round trip, not two).
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
         min) overflows f16; nothing of that readback is committed then.
         """
-        rows, extra = self._staging.readback(also)
+        rows: list[tuple[Entry, memoryview, memoryview]] = []
+        extra = b""
+        if self._handover is not None and self._handover.parked:
+            rows, extra = self._handover.readback(also)
+            also = None
+        if also is not None or self._staging.pending or not rows:
+            more, staged_extra = self._staging.readback(also)
+            rows, extra = rows + more, extra or staged_extra
         for entry, k_rows, v_rows in rows:
             self._commit(entry, k_rows, v_rows)
         return extra
@@ -225,18 +281,25 @@ class KVCache:
         if self._state is None or self._state.size < need:
             self._state = self.gpu.buffer(need)
         q_end, wins = self._windows(layer, kv_len)
-        for i, desc in enumerate(att.pieces(wins, n_q)):  # parameter buffers first, so recording is not split
-            att.window_params(desc, i == 0, i)
-        att.call_params(pos_base, n_q)
+        last = len(att.plan(wins, pos_base, n_q)) - 1  # parameter buffers first, so recording is not split
         q = att.begin(q_buf, pos_base, n_q)
         i = 0
-        for desc in wins:
-            w = desc.start // self.window
-            win = self._window(layer, w, self._slots.get(layer, w), q_end, residual=desc.residual)
+        # where attention folds the residual with the window before it (`Attention.combines`), both are
+        # resolved first, the residual's slot before the window's, so the slot folded is the one resident
+        groups = [[desc] for desc in wins]
+        if att.combines and len(wins) > 1 and wins[-1].residual:
+            groups[-2:] = [wins[-2:]]
+        for group in groups:
+            slots = {desc.start // self.window: None for desc in group}
+            for w in reversed(slots):
+                slots[w] = self._slots.get(layer, w)
+            resolved = [self._window(layer, desc.start // self.window, slots[desc.start // self.window], q_end,
+                                     residual=desc.residual) for desc in group]
             if att.variant == "serial":  # the CPU kernel reads K and V through texture copies
-                win = dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
-            for piece in att.pieces([win], n_q):
-                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i)
+                resolved = [dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
+                            for win in resolved]
+            for piece in att.pieces(resolved, n_q):
+                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i, out_buf, i == last)
                 i += 1
         att.finish(self._state, out_buf, pos_base, n_q)
 

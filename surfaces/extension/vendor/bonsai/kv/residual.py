@@ -1,7 +1,7 @@
 """The newest, still-filling K group of a grouped-K mode (kc4*, q4res), kept in f32 until it fills.
 
 On the GPU each layer has a residual buffer [G, n_kv, hd] f32 of K (then V, when V has a residual
-too): the store kernel writes appended rows as f32, they are copied in, and when the group's last
+too): the store kernel writes appended rows as f32, a scatter dispatch copies them in, and when the group's last
 position arrives the group kernel quantises it into the window slot. The quantised rows are then
 copied into staging, so the host master receives the kernel's own output at the next sync: the host
 never quantises (one codec, the WGSL one, which also lets the browser run these modes). The host
@@ -22,7 +22,10 @@ from .format.rows import decode_constants
 from .layout import Kind, Layout
 from .mirrors import Mirrors
 from .staging import Entry, Staging
+from .store.scatter import Scatter
 from .store.store import GroupStore, Store
+
+RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
 
 
 class Residual:
@@ -37,10 +40,11 @@ class Residual:
         self.host_start = [0] * layout.n_layers  # the group start the host rows hold
         self.gpu_start = [0] * layout.n_layers  # the group start the GPU buffer holds (ahead until a sync)
 
-    def bind(self, gpu: Any, params: ParamCache, mirrors: Mirrors) -> None:
-        """(Re)create the GPU side on `gpu` from the host rows; writes are marked in `mirrors`."""
+    def bind(self, gpu: Any, params: ParamCache, mirrors: Mirrors, scatter: Scatter) -> None:
+        """(Re)create the GPU side on `gpu` from the host rows; writes are marked in `mirrors`; appended rows
+        are copied in by `scatter` (a dispatch, so a decode step stays one compute pass and can be taped)."""
         lay, m = self.layout, self.layout.mode
-        self.gpu, self.params, self.mirrors = gpu, params, mirrors
+        self.gpu, self.params, self.mirrors, self.scatter = gpu, params, mirrors, scatter
         self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
         if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
             self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
@@ -59,21 +63,25 @@ class Residual:
         return int(self.bufs[0].size)
 
     # ---- GPU side, while recording ---------------------------------------------------------
-    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any) -> list[int]:
-        """Copy the entry's f32 rows into the residual; quantise every group they fill into `slot(win)`
-        and copy the result into staging. Returns the group starts quantised."""
+    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> list[int]:
+        """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
+        there); quantise every group they fill into `slot(win)` and copy the result into staging.
+        Returns the group starts quantised."""
         lay = self.layout
         G, rb = lay.group, lay.f32_row_bytes
         filled = []
+        rw = rb // 4  # words of one position's f32 rows
         p = e.pos
         while p < e.pos + e.n:
             g0 = p - p % G
             end = min(e.pos + e.n, g0 + G)
-            self.gpu.copy(staging.buffer, e.word * 4 + (p - e.pos) * rb, self.bufs[layer], (p - g0) * rb, (end - p) * rb)
+            n_v = (end - p) * rw if self.v_res else 0
+            if not copied:
+                self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
+                                    e.word + e.n * e.k_words + (p - e.pos) * rw, n_v, self.bufs[layer],
+                                    *self.dst_words(p), role=RESIDUAL_ROLE)
             self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
             if self.v_res:
-                v_src = (e.word + e.n * e.k_words) * 4 + (p - e.pos) * rb
-                self.gpu.copy(staging.buffer, v_src, self.bufs[layer], (G + p - g0) * rb, (end - p) * rb)
                 self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
             if end == g0 + G:
                 self._quantise(layer, g0, slot(g0 // lay.window), staging)
@@ -81,6 +89,19 @@ class Residual:
                 self.gpu_start[layer] = end
             p = end
         return filled
+
+    def only_appends(self, pos: int) -> bool:
+        """A one-position step at `pos` only copies rows into every layer's residual: it neither fills the
+        group (quantise and copy out) nor appends into a group the GPU residual does not hold (restart)."""
+        g0 = pos - pos % self.layout.group
+        return pos + 1 - g0 < self.layout.group and all(start == g0 for start in self.gpu_start)
+
+    def dst_words(self, pos: int) -> tuple[int, int]:
+        """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step
+        destination of the residual scatter (`KVCache.prepare` writes it before a step is recorded)."""
+        rw = self.layout.f32_row_bytes // 4
+        at = pos % self.layout.group
+        return at * rw, (self.layout.group + at) * rw
 
     def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging) -> None:
         lay = self.layout

@@ -15,7 +15,7 @@ from ..gpu.backend import round_up
 from .errors import KVError, NonFiniteKVError
 from .layout import Layout
 
-ALSO_BYTES = 64  # room at the end of the staging buffer for `readback(also=...)`
+ALSO_BYTES = 256  # room at the end of the staging buffer for `readback(also=...)`
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,18 @@ class Staging:
         raw = self.gpu.read(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0))
         extra = raw[tail: tail + also[1]] if also is not None else b""
         data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4: tail].cast("I")
+        return self.rows(pending, data, flags), extra
+
+    def take(self) -> tuple[list[Entry], int, int]:
+        """(entries, words, flags) booked since the last readback, which the caller moves elsewhere on the
+        GPU (`Handover.park`); staging is empty afterwards."""
+        pending, used = self.pending, (self.used_words, self.used_flags)
+        self.pending, self.used_words, self.used_flags = [], 0, 0
+        return pending, *used
+
+    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview) -> list[tuple[Entry, memoryview, memoryview]]:
+        """[(entry, K rows, V rows)] of `pending` from the staged words `data` and their `flags` as read
+        back; every flag is checked before anything is returned (NonFiniteKVError)."""
         for e in pending:  # validate everything before committing anything
             if not e.group:
                 self._check_flags(e, flags[e.flag: e.flag + 2 * e.n * self.layout.n_kv])
@@ -110,7 +122,7 @@ class Staging:
         for e in pending:
             k_end = (e.word + e.n * e.k_words) * 4
             out.append((e, data[e.word * 4: k_end], data[k_end: (e.word + e.words) * 4]))
-        return out, extra
+        return out
 
     def _check_flags(self, e: Entry, f: memoryview) -> None:
         if f.tobytes().count(0) == f.nbytes:

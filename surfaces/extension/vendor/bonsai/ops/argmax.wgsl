@@ -1,11 +1,13 @@
 // Argmax over a logits row (greedy decoding reads back only the token id). One workgroup; ties go to
-// the lowest index, like numpy.argmax.
+// the lowest index, like numpy.argmax. The id lands in out[0] (what the next step's embedding reads on
+// the GPU-resident decode loop) and in out[1 + h[0]]: the loop's tokens, read back together.
 const WG: u32 = {{WG}}u;
 
 // params (u32): n, x_offset
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<storage, read> p: array<u32>;
+@group(0) @binding(3) var<storage, read> h: array<u32>;   // (1,) this step's place in the history
 
 var<workgroup> bv: array<f32, WG>;
 var<workgroup> bi: array<u32, WG>;
@@ -29,5 +31,5 @@ fn main(@builtin(local_invocation_index) li: u32) {
             }
         }
     }
-    if (li == 0u) { out[0] = bi[0]; }
+    if (li == 0u) { out[0] = bi[0]; out[1u + h[0]] = bi[0]; }
 }

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import GpuLimitError
 from ..gpu.backend import round_up
 from ..gpu.limits import grid, workgroups
+from . import rmsnorm
 from .qtypes import QType
 
 WG = 64
@@ -33,7 +34,7 @@ def lanes_for(k: int, q: QType) -> int:
 
 
 # CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
-CPU_ROWS, CPU_TOKENS = 4, 4
+CPU_ROWS, CPU_TOKENS = 8, 4
 PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
 
 
@@ -51,11 +52,13 @@ class QMatrix:
     scale_base: int = 0
 
     def params(self, t: int, x_stride: int, y_stride: int, y_offset: int = 0, x_offset: int = 0, n1: int = 0,
-               n2: int = 0) -> bytes:
+               n2: int = 0, eps: float = 0.0) -> bytes:
         """The kernel's param block (u32 x 12) for t tokens; strides and offsets count floats; n1/n2 for
-        OUT_SPLIT. Word 3 is the raw row bytes (buffer kernel) or the scale plane's first word (texture)."""
+        OUT_SPLIT; eps for a fused RMSNorm (`dispatch(norm=...)`). Word 3 is the raw row bytes (buffer
+        kernel) or the scale plane's first word (texture)."""
         third = self.scale_base if self.tex is not None else self.row_bytes
-        return struct.pack("<12I", self.rows, self.cols, t, third, x_stride, y_stride, y_offset, x_offset, n1, n2, 0, 0)
+        return struct.pack("<10If1I", self.rows, self.cols, t, third, x_stride, y_stride, y_offset, x_offset, n1, n2,
+                           eps, 0)
 
     @cached_property
     def row_bytes(self) -> int:
@@ -106,23 +109,31 @@ def _block(m: QMatrix) -> int:
 
 
 OUT_PLAIN, OUT_SWIGLU, OUT_SPLIT = 0, 1, 2
-_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any]] = weakref.WeakKeyDictionary()
 _TEXTURES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _spare(gpu: Any) -> tuple[Any, Any]:
-    """Two tiny buffers bound as y2/y3 when they are not written (auto layouts keep both bindings)."""
+def _spare(gpu: Any) -> tuple[Any, Any, Any]:
+    """Tiny buffers bound as y2/y3 and the norm weights when they are not used (auto layouts keep the
+    bindings)."""
     if gpu not in _SPARES:
-        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16))
+        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16), gpu.buffer(16))
     return _SPARES[gpu]
 
 
-def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN) -> Any:
+def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN,
+           norm: bool = False) -> Any:
     if m.tex is not None:
         return gpu.kernel(__package__, "matmul_cpu.wgsl", entry=entry, QTYPE=m.qtype.ggml_id,
                           VT=PLANAR_TEXELS[m.qtype.name], BLK=_block(m), R=CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
     return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out)
+                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm)
+
+
+def fuses_norm(m: QMatrix) -> bool:
+    """Whether `dispatch(norm=...)` can fold an RMSNorm of x into this matrix's product (the buffer kernel:
+    its workgroup sums x^2 as rmsnorm.wgsl's does, so the result is the same bits)."""
+    return m.tex is None and WG == rmsnorm.WG
 
 
 def _texture_of(gpu: Any, x: Any, nbytes: int) -> Any:
@@ -142,16 +153,21 @@ def tokens_per_group(t: int, cpu: bool = False) -> int:
 
 
 def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: bool = False,
-             out: int = OUT_PLAIN, y2: Any = None, y3: Any = None, x_words: int | None = None) -> None:
+             out: int = OUT_PLAIN, y2: Any = None, y3: Any = None, x_words: int | None = None,
+             norm: Any = None) -> None:
     """Record y[t, off + r] (+)= sum_c W[r, c] x[t, c] for t tokens; `prm` holds `m.params(...)`.
 
     out=OUT_SWIGLU: W's rows are interleaved (gate_i, up_i) and y[t, off + i] = silu(gate_i) * up_i.
     out=OUT_SPLIT: rows [0, n1) -> y, [n1, n1 + n2) -> y2, the rest -> y3 (n1, n2 in `prm`).
     x_words: how much of x the t tokens read (x_offset + t * x_stride; default all of x), which the
     CPU kernel copies into its texture first.
+    norm: the weights of an RMSNorm applied to x first (only where `fuses_norm(m)`; eps in `prm`).
     """
+    spare = _spare(gpu)
     if out != OUT_SPLIT:
-        y2, y3 = _spare(gpu)
+        y2, y3 = spare[:2]
+    if norm is not None and not fuses_norm(m):
+        raise ValueError(f"matmul {m.name or '?'}: this kernel cannot fuse an RMSNorm (texture matrix)")
     if m.tex is not None:
         tt = tokens_per_group(t, cpu=True)
         x_tex = _texture_of(gpu, x, 4 * (x_words if x_words is not None else int(x.size) // 4))
@@ -161,7 +177,8 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     tt = tokens_per_group(t)
     rows_per_group = WG // m.lanes
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
-    gpu.dispatch(kernel(gpu, m, tt, accum, out=out), [m.buf, x, y, prm, y2, y3], groups)
+    gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None),
+                 [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm], groups)
 
 
 def dispatch_embed(gpu: Any, m: QMatrix, ids: Any, y: Any, prm: Any, t: int) -> None:

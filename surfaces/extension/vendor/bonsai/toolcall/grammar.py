@@ -28,6 +28,7 @@ class ObjNode:
     values: tuple[Any, ...]  # the node of each property, same order
     required: frozenset[int]  # indices into keys
     ordered: bool = False  # keys must come in declaration order (the {"name", "arguments"} wrapper)
+    free: Any = None  # with no declared keys: any key, each value of this node (a free-form object)
 
 
 @dataclass(eq=False)
@@ -63,6 +64,14 @@ def _scalar_or_array() -> AltNode:
     any_value = AltNode()
     any_value.options = (StrNode(), NumNode(False), LitNode((b"true", b"false", b"null")), ArrNode(any_value))
     return any_value
+
+
+def json_object_node() -> ObjNode:
+    """Any JSON object, free keys and values nested at will (JSON replies without a schema)."""
+    value = AltNode()
+    obj = ObjNode((), (), frozenset(), free=value)
+    value.options = (StrNode(), NumNode(False), LitNode((b"true", b"false", b"null")), ArrNode(value), obj)
+    return obj
 
 
 def compile_schema(schema: dict[str, Any], where: str = "$") -> Node:

@@ -175,14 +175,19 @@ def _step_object(top: tuple, rest: Stack, b: int) -> list[Stack]:
     if b in WS:
         return [(*rest, (OBJ, node, phase, seen, key, ws + 1))] if ws < MAX_WS and phase == O_COMMA else []
     if phase in (O_OPEN, O_COMMA) and b == QUOTE:
+        if node.free is not None:  # a free-form object: the key is any string (key -1: no declared one)
+            return [(*rest, (OBJ, node, O_COLON, seen, -1, 0), (STR, S_BODY, 0))]
         return [(*rest, (OBJ, node, O_KEY, seen, b"", 0))] if _free_keys(node, seen) else []
     if phase in (O_OPEN, O_VALUE) and b == RBRACE:
         return [rest] if node.required <= seen else []
     if phase == O_COLON and b == COLON:
+        if key < 0:
+            return [(*rest, (OBJ, node, O_VALUE, seen, b"", 0), (VAL, node.free, 0))]
         done = seen | {key}
         return [(*rest, (OBJ, node, O_VALUE, done, b"", 0), (VAL, node.values[key], 0))]
     if phase == O_VALUE and b == COMMA:
-        return [(*rest, (OBJ, node, O_COMMA, seen, b"", 0))] if _free_keys(node, seen) else []
+        more = node.free is not None or _free_keys(node, seen)
+        return [(*rest, (OBJ, node, O_COMMA, seen, b"", 0))] if more else []
     return []
 
 
@@ -226,6 +231,11 @@ class CallMatcher:
     def start(self, with_open_tag: bool = False) -> State:
         """The state right after `<tool_call>`, or before it when the tag itself is required."""
         return (((ROOT, self.node, R_OPEN if with_open_tag else R_BEFORE, 0),),)
+
+    def value_start(self) -> State:
+        """The state before a bare JSON value of the node (no tags, no leading space): a JSON reply.
+        `done` once the value closes; a number, which only ends at the next byte, is not a bare value."""
+        return (((VAL, self.node, MAX_WS),),)
 
     def between_calls(self) -> State:
         """The state after a call when calls end the turn: newlines, another call, or (outside

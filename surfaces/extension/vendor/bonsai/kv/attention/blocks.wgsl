@@ -13,6 +13,9 @@
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
 // product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
 // It writes the block's fold to `part`; merge_blocks.wgsl decides what it means (see there).
+// RESIDUAL (q4res): the window may end in the f32 residual (positions from w.w0 on, fold.wgsl), so the
+// newest group is folded in the same dispatch as the quantised blocks before it, each position by the
+// same operations as in a window of its own: the invariant holds across that boundary too.
 
 //#include "query.wgsl"
 
@@ -23,6 +26,9 @@
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read> state: array<f32>;    // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;  // [n_q, n_heads, blocks of the window, 2 + HD]
+@group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
+
+const RESIDUAL: bool = {{RESIDUAL}};
 
 //#include "../format/row_format.wgsl"
 
@@ -56,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var m = NEG_BIG;
     var l = 0.0;
     var acc = 0.0;
-    if (lo != bb * BLOCK && w.first == 0u) {  // the window starts inside this block: continue its fold
+    if (lo != bb * BLOCK && (w.first & 1u) == 0u) {  // the window starts inside this block: continue its fold
         let pb = partial_fold(idx);
         m = state[pb + M_AT];
         l = state[pb + L_AT];

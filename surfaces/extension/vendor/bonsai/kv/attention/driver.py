@@ -62,6 +62,9 @@ def default_variant(gpu: Any, head_dim: int = 64) -> str:
     return "blocks"
 
 
+NO_RESIDUAL = 0xFFFFFFFF  # Window.res_start of a window without f32 residual rows
+
+
 @dataclass(frozen=True)
 class Window:
     """Absolute positions [start, end) read from buffers k/v whose row 0 is position buf_base."""
@@ -74,6 +77,11 @@ class Window:
     k_off: int = 0  # words
     v_off: int = 0  # words
     residual: bool = False  # grouped-K modes: K rows are the f32 residual (newest partial group)
+    # blocks variant, modes with a V residual (q4res): positions from res_start on are f32 rows of `res`
+    # (row 0 = res_start; V rows from word res_v_off), folded in the same dispatch (`Attention.pieces`)
+    res: Any = None
+    res_start: int = NO_RESIDUAL
+    res_v_off: int = 0
 
 
 def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[tuple[int, int]]:
@@ -111,9 +119,12 @@ class Attention:
         if self.variant == "blocks" and head_dim > gpu.limits.max_invocations:
             raise KVError(f"blocks attention runs head_dim ({head_dim}) invocations per workgroup, above this "
                           f"adapter's maxComputeInvocationsPerWorkgroup ({gpu.limits.max_invocations}); use 'serial'")
-        self.fold = self._fold_kernel(m.kf, m.vf)
-        # grouped K: the newest partial group is folded from f32 K rows (and f32 V rows when V has a
-        # residual too): same state, same order
+        # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
+        # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
+        self.combines = self.variant == "blocks" and m.v_residual
+        self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
+        # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
+        # has a residual too) by a kernel of its own: same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
@@ -126,11 +137,13 @@ class Attention:
         self._qr: Any = None
         self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
 
-    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None) -> Any:
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False) -> Any:
         mu = self.mutations
         consts = decode_constants(kf, vf, self.head_dim)
         if self.variant == "blocks":
             consts["BLOCK"] = self.block
+            if filename is None:
+                consts["RESIDUAL"] = residual
         return self.gpu.kernel(
             __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
@@ -167,18 +180,35 @@ class Attention:
 
         The state carries the fold from one dispatch to the next, so folding the pieces one after the
         other gives the same bits as one dispatch over the window (the invariant). Cutting at absolute
-        multiples keeps a blocks-variant piece within span / BLOCK blocks.
+        multiples keeps a blocks-variant piece within span / BLOCK blocks. Where the main kernel folds
+        residual rows (`combines`), a residual piece becomes one of its windows, joined to the quantised
+        piece just before it when both lie within one span: one fold and one merge for both.
         """
         span = self.max_span(n_q)
-        out = []
+        out: list[Window] = []
         for w in windows:
             cuts = range(w.start - w.start % span + span, w.end, span)
-            if not cuts:
-                out.append(w)
-                continue
             edges = [w.start, *cuts, w.end]
-            out += [dataclasses.replace(w, start=a, end=b) for a, b in zip(edges, edges[1:], strict=False)]
+            for a, b in zip(edges, edges[1:], strict=False):
+                piece = dataclasses.replace(w, start=a, end=b) if cuts else w
+                if not (self.combines and piece.residual):
+                    out.append(piece)
+                elif out and self._joins(out[-1], piece, span):
+                    out[-1] = dataclasses.replace(out[-1], end=piece.end, res=piece.k, res_start=piece.start,
+                                                  res_v_off=piece.v_off)
+                else:  # the residual alone, still through the main kernel (all its positions from res_start on)
+                    out.append(dataclasses.replace(piece, residual=False, res=piece.k, res_start=piece.buf_base,
+                                                   res_v_off=piece.v_off))
         return out
+
+    @staticmethod
+    def _joins(prev: Window, res: Window, span: int) -> bool:
+        """Whether residual piece `res` can join the quantised piece `prev` in one window: `prev` ends where
+        the residual's rows start and both lie within one span."""
+        if res.k is not res.v or res.k_off:
+            raise KVError("attention: a V-residual window must hold K then V rows of one buffer from word 0")
+        return (prev.res is None and not prev.residual and prev.end == res.start == res.buf_base
+                and prev.start // span == (res.end - 1) // span)
 
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""
@@ -193,12 +223,24 @@ class Attention:
             return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
 
-    def window_params(self, win: Window, first: bool, index: int | None = None) -> Any:
-        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`)."""
+    def window_params(self, win: Window, first: bool, index: int | None = None, last: bool = False) -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`; `last`:
+        the call's last window, whose merge writes the output in the blocks variant)."""
+        flags = int(first) | (2 if last and self.variant == "blocks" else 0)
         if self.step is not None and index is not None:
             return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
-                                 int(first), 0, 0)
-        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, int(first), 0, 0)
+                                 flags, win.res_start, win.res_v_off)
+        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, flags, win.res_start,
+                               win.res_v_off)
+
+    def plan(self, windows: list[Window], pos_base: int, n_q: int) -> list[Window]:
+        """The call's pieces (`pieces`), with every parameter buffer the call reads made (or rewritten) now,
+        so that recording it writes nothing."""
+        out = self.pieces(windows, n_q)
+        for i, win in enumerate(out):
+            self.window_params(win, i == 0, i, i == len(out) - 1)
+        self.call_params(pos_base, n_q)
+        return out
 
     def begin(self, q_buf: Any, pos_base: int, n_q: int) -> Any:
         """Prepare a call: returns the query buffer the folds read (rotated for q4r)."""
@@ -212,13 +254,14 @@ class Attention:
         return self._qr
 
     def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
-                    index: int | None = None) -> None:
-        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order."""
+                    index: int | None = None, out: Any = None, last: bool = False) -> None:
+        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order.
+        Blocks variant: `out` is bound to every merge, and the call's `last` window's merge writes it."""
         span = self.max_span(n_q)
         if win.end - win.start > span or (win.end - 1) // span != win.start // span:
             raise KVError(f"attention: a fold of positions [{win.end}, {win.start}) crosses a multiple of the "
                           f"{span} one dispatch may cover; cut windows with `pieces`")
-        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index)
+        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
         fold = self.fold_residual if win.residual else self.fold
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
@@ -232,8 +275,11 @@ class Attention:
         need = n * blocks * self.fold_floats * 4
         if self._part is None or self._part.size < need:
             self._part = self.gpu.buffer(need)
-        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part], (blocks, n))
-        self.gpu.dispatch(self.merge, [params, wp, state, self._part], grid(n))
+        if out is None:
+            raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
+        rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows], (blocks, n))
+        self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
 
     def _texture(self, rows: Any) -> WordTexture:
         """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per
@@ -247,18 +293,18 @@ class Attention:
         return entry[1]
 
     def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
-        """out = acc / l."""
+        """out = acc / l (the serial variant; in the blocks variant the last window's merge wrote it)."""
+        if self.variant == "blocks":
+            return
         params = self.call_params(pos_base, n_q)
-        self.gpu.dispatch(self.finalize, [params, state, out_buf], (workgroups(n_q * self.n_heads),))
+        self.gpu.dispatch(self.finalize, [params, state, out_buf], grid(workgroups(n_q * self.n_heads * self.head_dim)))
 
     def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
                windows: list[Window]) -> None:
         """Record the whole call: fold every window in order (cut into `pieces`), then finalize."""
-        windows = self.pieces(windows, n_q)
-        for i, win in enumerate(windows):  # create parameter buffers before recording dispatches
-            self.window_params(win, i == 0, i)
+        windows = self.plan(windows, pos_base, n_q)  # parameter buffers before recording dispatches
         q = self.begin(q_buf, pos_base, n_q)
         for i, win in enumerate(windows):
-            self.fold_window(q, state, pos_base, n_q, win, i == 0, i)
+            self.fold_window(q, state, pos_base, n_q, win, i == 0, i, out_buf, i == len(windows) - 1)
         self.finish(state, out_buf, pos_base, n_q)
 

@@ -12,15 +12,20 @@ const HD: u32 = {{HEAD_DIM}}u;
 
 //#include "state.wgsl"
 
+// One invocation per output value (token, head, j): every invocation of a (token, head) computes the
+// same m_new, a, c and l from the same state words, so the values are those one invocation per
+// (token, head) looping over j wrote, bit for bit; the dispatch is a 2D grid of workgroups.
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let idx = gid.x;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let e = gid.y * nw.x * 64u + gid.x;
+    let idx = e / HD;
+    let j = e % HD;
     if (idx >= p.n_q * p.n_heads) { return; }
     let sb = main_fold(idx);
     let pb = partial_fold(idx);
     let l = state[sb + L_AT];
     if (FOLDS == 1u || state[pb + L_AT] == 0.0) {  // no PARTIAL to merge
-        for (var j = 0u; j < HD; j = j + 1u) { out[idx * HD + j] = state[sb + ACC_AT + j] / l; }
+        out[idx * HD + j] = state[sb + ACC_AT + j] / l;
         return;
     }
     let mm = state[sb + M_AT];
@@ -29,7 +34,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let a = exp(mm - m_new);
     let c = exp(pm - m_new);
     let lm = l * a + state[pb + L_AT] * c;
-    for (var j = 0u; j < HD; j = j + 1u) {
-        out[idx * HD + j] = (state[sb + ACC_AT + j] * a + state[pb + ACC_AT + j] * c) / lm;
-    }
+    out[idx * HD + j] = (state[sb + ACC_AT + j] * a + state[pb + ACC_AT + j] * c) / lm;
 }

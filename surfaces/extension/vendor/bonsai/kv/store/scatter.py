@@ -15,15 +15,20 @@ class Scatter:
         self.gpu, self.params, self.step = gpu, params, step
         self.kernel = gpu.kernel(__package__, "scatter.wgsl")
 
-    def record(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_k: int, dst_v: int) -> None:
-        """src[src_k : src_k + n_k] -> dst[dst_k:], src[src_v : src_v + n_v] -> dst[dst_v:] (u32 words)."""
+    def record(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_k: int, dst_v: int,
+               role: str = "scatter") -> None:
+        """src[src_k : src_k + n_k] -> dst[dst_k:], src[src_v : src_v + n_v] -> dst[dst_v:] (u32 words).
+
+        The destination is a per-step parameter of `role` (one buffer per role, rewritten when it moves):
+        a step's scatters of one role must share their destination."""
         n = n_k + n_v
         if n == 0:
             return
         sp = self.params.get(src_k, n_k, src_v, n_v)
-        dp = self.step.get(("scatter",), dst_k, dst_v, 0, 0)
+        dp = self.step.get((role,), dst_k, dst_v, 0, 0)
         self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n)))
 
-    def dst_words(self, dst_k: int, dst_v: int) -> None:
-        """Write the per-step destination now (before recording), so recording does not split the pass."""
-        self.step.get(("scatter",), dst_k, dst_v, 0, 0)
+    def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
+        """Write the per-step destination now (before recording), so recording does not split the pass;
+        returns the role's buffer (which the store kernel's `also` copy reads as well)."""
+        return self.step.get((role,), dst_k, dst_v, 0, 0)

@@ -1,0 +1,101 @@
+"""Where a decode step's GPU time goes: each distinct dispatch of a taped decode step, repeated in one pass.
+
+Prefills a context, decodes a few greedy steps on the GPU-resident loop so the step is taped, then for
+every distinct (kernel, bindings, workgroups) of the tape records it `--reps` times into one compute
+pass and times submit-to-idle: the GPU microseconds per dispatch of that kind, barriers included. The
+whole tape replayed `--reps` times gives the step's own GPU time, and the Python time to replay it.
+Prints a table and writes JSON.
+
+    python bench/kernel_probe.py [--model PATH] [--context 1024] [--kv f32] [--reps 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from collections import Counter
+from pathlib import Path
+
+from bonsai.engine.native import load_engine
+from bonsai.kv.attention import driver
+from bonsai.kv.format.modes import MODES
+
+PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+          "combined movable metal type, oil-based ink and a wooden screw press. ")
+
+
+def _names(gpu) -> dict[int, str]:
+    """id(pipeline) -> "file(constants that tell variants apart)"."""
+    out = {}
+    for key, kernel in gpu._kernels._kernels.items():
+        if len(key) == 4 and isinstance(key[3], tuple) and all(isinstance(c, tuple) for c in key[3]):
+            consts = dict(key[3])  # the canonical key: (package, file, entry, sorted constants)
+            tag = ",".join(f"{k}={v}" for k, v in consts.items() if k in ("QTYPE", "OUT", "ACCUM", "TT", "LANES", "BLOCK"))
+            out[id(kernel.pipeline)] = f"{key[1]}" + (f"({tag})" if tag else "")
+    return out
+
+
+def _timed(gpu, entries, reps: int) -> tuple[float, float]:
+    """(Python s to record, GPU s from submit to idle) of `entries` recorded `reps` times."""
+    gpu.wait()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        gpu.replay(entries)
+    t1 = time.perf_counter()
+    gpu.wait()
+    return t1 - t0, time.perf_counter() - t1
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=None)
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--kv", default="f32", choices=sorted(MODES))
+    p.add_argument("--block", type=int, default=None,
+                   help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
+    p.add_argument("--reps", type=int, default=200)
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kernel_probe.json"))
+    a = p.parse_args()
+    if a.block is not None:
+        driver.BLOCK = a.block  # read when the cache makes its Attention
+    engine = load_engine(a.model, kv=a.kv, progress=False)
+    ids = engine.tokenizer.encode(PROMPT)
+    ids = (ids * (1 + a.context // len(ids)))[: a.context]
+    tok = engine.prefill_argmax(ids)
+    tok = engine._steps_on_gpu(tok, 4, lambda j: None)[-1]
+    tape = [e for e in engine.model._tape if e is not None and len(e) == 3]  # dispatches (not texture copies)
+    gpu, names = engine.gpu, _names(engine.gpu)
+    kinds = Counter((id(e[0]), e[2]) for e in tape)
+    first = {}
+    for e in tape:
+        first.setdefault((id(e[0]), e[2]), e)
+    rows = []
+    base = min(_timed(gpu, [], 1)[1] for _ in range(5))  # a submit and wait with nothing in it
+    for key, count in kinds.items():
+        _, gpu_s = _timed(gpu, [first[key]], a.reps)
+        us = (gpu_s - base) / a.reps * 1e6
+        rows.append({"kernel": names.get(key[0], "?"), "groups": list(key[1]), "per_step": count, "gpu_us": us,
+                     "step_us": us * count})
+    rows.sort(key=lambda r: -r["step_us"])
+    py_s, gpu_s = _timed(gpu, tape, 20)
+    step = {"dispatches": len(tape), "gpu_ms_per_step": (gpu_s - base) / 20 * 1e3, "round_trip_ms": base * 1e3, "python_ms_per_step": py_s / 20 * 1e3,
+            "sum_of_kinds_ms": sum(r["step_us"] for r in rows) / 1e3}
+    print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}, block {driver.BLOCK}: {len(tape)} dispatches "
+          "per taped step")
+    print(f"{'kernel':48} {'groups':>14} {'n/step':>6} {'us each':>8} {'us/step':>8}")
+    for r in rows:
+        print(f"{r['kernel'][:48]:48} {str(tuple(r['groups'])):>14} {r['per_step']:6d} {r['gpu_us']:8.2f} "
+              f"{r['step_us']:8.1f}")
+    print(f"whole step replayed 20x: GPU {step['gpu_ms_per_step']:.3f} ms/step (kinds summed: "
+          f"{step['sum_of_kinds_ms']:.3f}), Python replay {step['python_ms_per_step']:.3f} ms/step")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"host": platform.node(), "kv": a.kv, "context": a.context, "step": step,
+                               "kinds": rows}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

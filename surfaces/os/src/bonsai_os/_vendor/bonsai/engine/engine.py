@@ -1,0 +1,286 @@
+"""Engine: load a GGUF onto the GPU, then prefill + decode with sampling, stops, streaming, recovery."""
+
+from __future__ import annotations
+
+import functools
+import struct
+import sys
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..config import ModelConfig
+from ..gguf import GGUFReader
+from ..gpu.backend import GpuBackend
+from ..kv.api import KVCacheAPI
+from .forward import HISTORY, GpuModel, fit_batch
+from .recovery import LossWatch, is_device_lost
+from .sampler import Sampling, last_row, sample
+from .weights import Weights, upload_weights
+
+
+@dataclass
+class Generation:
+    """What `generate` produced: new token ids, their text, why it stopped, and timings."""
+
+    tokens: list[int]
+    text: str = ""
+    stop_reason: str = "length"  # "eos" | "stop_string" | "length"
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    recoveries: list[float] = field(default_factory=list)  # seconds spent per device recovery
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return max(0, len(self.tokens) - 1) / self.decode_s if self.decode_s > 0 else 0.0
+
+
+class Engine:
+    """A model on the GPU with its KV cache. Positions advance as tokens are fed in.
+
+    `gpu` is any `GpuBackend` (native `Gpu`, browser `BrowserGpu`); `bonsai.engine.native.load_engine`
+    opens a GGUF file on the native one.
+    """
+
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
+                 vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
+                 progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
+                 resident_steps: int = 16) -> None:
+        self.reader, self.cfg = reader, cfg
+        # greedy decoding runs this many steps on the GPU between readbacks (1: one readback per token)
+        if not 1 <= resident_steps <= HISTORY:
+            raise ValueError(f"resident_steps must be in 1..{HISTORY}, got {resident_steps}")
+        self.resident_steps = resident_steps
+        self.cache_factory = cache_factory
+        self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
+        self.max_positions = min(max_positions, cfg.context_length)
+        self.requested_batch = self.batch = batch
+        self.progress = progress
+        self.pos = 0
+        self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds
+        self.recoveries: list[float] = []
+        self._tokenizer: Any = None
+        self._watch = LossWatch()
+        self._build(gpu, cache=None)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's byte-level BPE tokenizer (built on first use)."""
+        if self._tokenizer is None:
+            from ..tokenizer import Tokenizer
+
+            self._tokenizer = Tokenizer.from_gguf(self.reader)
+        return self._tokenizer
+
+    def _build(self, gpu: GpuBackend, cache: KVCacheAPI | None) -> None:
+        self.gpu = gpu
+        self.weights: Weights = upload_weights(gpu, self.reader, self.cfg, progress=self.progress)
+        if cache is None:
+            cache = self._new_cache()
+        else:
+            cache.restore(gpu)
+        self.cache = cache
+        # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
+        self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
+        self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
+
+    def _new_cache(self) -> KVCacheAPI:
+        if self.cache_factory is None:
+            from ..kv.cache import KVCache
+
+            self.cache_factory = KVCache
+        return self.cache_factory(self.gpu, self.cfg.n_layers, self.cfg.n_kv_heads, self.cfg.head_dim,
+                                  self.max_positions, mode=self.kv_mode, window=self.window,
+                                  vram_budget=self.vram_budget)
+
+    def use_cache(self, *, kv: str, window: int) -> None:
+        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
+        self.kv_mode, self.window = kv, window
+        self.cache = cache = self._new_cache()
+        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
+        self.reset()
+
+    # ---- recovery ------------------------------------------------------------------------
+    def recover(self) -> float:
+        """Open a new device of the same backend; rebuild pipelines, weights and KV windows (from the host master)."""
+        t0 = time.perf_counter()
+        print("bonsai: GPU device lost; rebuilding on a new device", file=sys.stderr)
+        backend: Any = type(self.gpu)  # every backend class has `create()` (not part of the instance Protocol)
+        self._build(backend.create(), cache=self.cache)
+        took = time.perf_counter() - t0
+        self.recoveries.append(took)
+        return took
+
+    def _step(self, ids: list[int], *, all_logits: bool = False, argmax: bool = False) -> Any:
+        """One forward at self.pos (retried once on a new device if the device is lost): the logits
+        (all rows, or the last), or with argmax=True the last row's argmax id, computed on the GPU."""
+        for attempt in (0, 1):
+            try:
+                self._watch.check()  # a loss logged since the last step: the cache may be stale
+                self.model.record(ids, self.pos, all_logits=all_logits)
+                if argmax:  # the id rides along with the host-master readback
+                    out: Any = self.model.token_from(self.cache.sync_host(also=(self.model.act.token, 4)))
+                else:
+                    self.cache.sync_host()
+                    out = self.model.read_logits(len(ids) if all_logits else 1)
+                self._watch.check()  # reads may return zeros rather than raise on a lost device
+                break
+            except Exception as exc:
+                if attempt or not is_device_lost(self.gpu, exc):
+                    raise
+                self.recover()
+        self.fed[self.pos :] = ids
+        self.pos += len(ids)
+        return out
+
+    def _steps_on_gpu(self, tok: int, n: int, before: Callable[[int], None]) -> list[int]:
+        """n greedy decode steps from `tok` at self.pos, recorded back to back: each step's embedding reads
+        the id the last step's argmax left on the GPU, its KV rows are parked on the GPU (`KVCache.park`),
+        and one readback at the end brings the n ids and every row to the host. `before(j)` runs before
+        step j is recorded. A device loss re-runs the block on a new device from the host master, which is
+        exact up to self.pos (the last readback), so the ids are those of an uninterrupted run."""
+        start = self.pos
+        for attempt in (0, 1):
+            try:
+                self._watch.check()
+                a = self.model.act
+                self.gpu.write(a.token, array("I", [tok]))
+                for j in range(n):
+                    before(j)
+                    self.model.record([tok], start + j, all_logits=False, from_token=True, hist=j, park=True)
+                raw = self.cache.sync_host(also=(a.token, 4 * (1 + n)))
+                self._watch.check()
+                break
+            except Exception as exc:
+                if attempt or not is_device_lost(self.gpu, exc):
+                    raise
+                self.recover()
+        out = list(struct.unpack(f"<{n}I", raw[4: 4 * (1 + n)]))
+        self.fed[start:] = [tok, *out[:-1]]
+        self.pos = start + n
+        return out
+
+    # ---- verbs ---------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the conversation: the next token goes to position 0."""
+        self.rewind(0)
+
+    def rewind(self, pos: int) -> None:
+        """Keep positions [0, pos); later tokens overwrite the rest (attention is causal)."""
+        self.pos = min(pos, self.pos)
+        del self.fed[self.pos :]
+
+    def continue_with(self, ids: list[int]) -> list[int]:
+        """Rewind to the longest common prefix of `ids` and what was fed; return the ids left to feed.
+
+        At least one token is always left, so a prompt that was fully fed is re-fed from its last token.
+        """
+        n = 0
+        limit = min(len(ids), len(self.fed), len(ids) - 1)
+        while n < limit and ids[n] == self.fed[n]:
+            n += 1
+        self.rewind(n)
+        return ids[n:]
+
+    def forward(self, ids: list[int]) -> memoryview[float]:
+        """Feed `ids` at the current position; (len(ids), vocab) f32 logits of every token.
+
+        A read-only memoryview shaped (len(ids), vocab); `np.asarray(...)` wraps it without a copy.
+        """
+        rows = []
+        for i in range(0, len(ids), self.batch):
+            rows.append(self._step(list(ids[i : i + self.batch]), all_logits=True))
+        if len(rows) == 1:
+            return rows[0]
+        return memoryview(b"".join(r.cast("B") for r in rows)).cast("f", (len(ids), self.cfg.vocab_size))
+
+    def prefill(self, ids: list[int]) -> memoryview[float]:
+        """Feed `ids`; the last token's logits, a (1, vocab) f32 memoryview."""
+        return cast("memoryview[float]", self._prefill(ids, argmax=False))
+
+    def prefill_argmax(self, ids: list[int]) -> int:
+        """Feed `ids`; the argmax id of the last token's logits (computed on the GPU, 4 bytes read)."""
+        return cast(int, self._prefill(ids, argmax=True))
+
+    def _prefill(self, ids: list[int], *, argmax: bool) -> Any:
+        out = None
+        for i in range(0, len(ids), self.batch):
+            last = i + self.batch >= len(ids)
+            out = self._step(list(ids[i : i + self.batch]), argmax=argmax or not last)
+        return out
+
+    def generate(self, prompt_ids: list[int], max_tokens: int = 64, sampling: Sampling | None = None, *,
+                 stop_ids: set[int] | None = None, stop_strings: tuple[str, ...] = (),
+                 decode: Callable[[list[int]], str] | None = None,
+                 on_token: Callable[[int, str], None] | None = None,
+                 on_step: Callable[[int], None] | None = None) -> Generation:
+        """Prefill the prompt, then decode up to `max_tokens` new tokens.
+
+        Stops on a token in `stop_ids` (default: EOS), or when the decoded text contains a stop string
+        (the text is cut before it). `on_token(id, text_piece)` streams; `on_step(i)` runs before step i.
+        """
+        s = sampling or Sampling()
+        rng = s.rng()
+        stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
+        greedy = s.greedy
+        # greedy: several steps per readback where the cache lets rows wait on the GPU (`_steps_on_gpu`)
+        resident = greedy and self.resident_steps > 1 and bool(getattr(self.cache, "can_park", False))
+        start = len(self.recoveries)
+        t0 = time.perf_counter()
+        out = self._prefill(list(prompt_ids), argmax=greedy)
+        gen = Generation(tokens=[], prefill_s=time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        text = ""
+        tok = out if greedy else sample(last_row(out), s, rng)
+        ahead: list[int] = []  # ids the GPU decoded past `tok` (fed positions run len(ahead) beyond)
+        called = [-1]  # the last i `on_step` ran for (a block re-run after a device loss does not repeat it)
+
+        def before(i: int) -> None:
+            if on_step and i > called[0]:
+                called[0] = i
+                on_step(i)
+
+        def before_step(i: int, j: int) -> None:  # step j of a block decoded from token i
+            before(i + j)
+
+        for i in range(max_tokens):
+            if tok in stops:
+                gen.stop_reason = "eos"
+                break
+            gen.tokens.append(tok)
+            if decode is not None:
+                new_text = decode(gen.tokens)
+                if new_text.endswith("\ufffd") and i + 1 < max_tokens:
+                    new_text = text  # an unfinished UTF-8 sequence: wait for its next bytes
+                piece, text = new_text[len(text):], new_text
+                hit = [text.index(x) for x in stop_strings if x in text]
+                if hit:
+                    cut = min(hit)
+                    piece = piece[: max(0, len(piece) - (len(text) - cut))]
+                    text = text[:cut]
+                    if on_token and piece:
+                        on_token(tok, piece)
+                    gen.stop_reason = "stop_string"
+                    break
+                if on_token:
+                    on_token(tok, piece)
+            elif on_token:
+                on_token(tok, "")
+            if i + 1 == max_tokens or self.pos - len(ahead) >= self.max_positions:
+                break
+            if not ahead and resident:
+                n = min(self.resident_steps, max_tokens - 1 - i, self.max_positions - self.pos)
+                ahead = self._steps_on_gpu(tok, n, functools.partial(before_step, i))
+            elif not ahead:
+                before(i)
+                out = self._step([tok], argmax=greedy)
+                ahead = [out if greedy else sample(last_row(out), s, rng)]
+            tok = ahead.pop(0)
+        if ahead:  # stopped inside a block: forget the positions fed after the last token kept
+            self.rewind(self.pos - len(ahead))
+        gen.decode_s = time.perf_counter() - t1
+        gen.text = text
+        gen.recoveries = self.recoveries[start:]
+        return gen

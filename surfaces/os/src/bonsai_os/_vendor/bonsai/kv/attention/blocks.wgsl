@@ -1,0 +1,81 @@
+// The blocks variant, step 1 of 2: fold every position block a window touches, in parallel.
+//
+// INVARIANT (why windowed attention stays bit-identical to whole-cache attention): positions are
+// grouped in blocks aligned to ABSOLUTE positions, block b = [b*BLOCK, (b+1)*BLOCK). Per (token t,
+// head h) the state holds two folds (merge_blocks.wgsl): MAIN, the blocks completed so far merged in
+// increasing block order, and PARTIAL, the open block's positions folded one at a time from a fresh
+// start. A block's fold is the same sequence of f32 operations whether it is computed in one
+// dispatch or stopped at a window end and continued from PARTIAL in the next window (the state is
+// kept in f32 between dispatches), and blocks are merged in the same order whatever the windows;
+// so any split into windows gives the same bits. Nothing divides by l before finalize.wgsl.
+//
+// Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations.
+// Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
+// product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
+// It writes the block's fold to `part`; merge_blocks.wgsl decides what it means (see there).
+// RESIDUAL (q4res): the window may end in the f32 residual (positions from w.w0 on, fold.wgsl), so the
+// newest group is folded in the same dispatch as the quantised blocks before it, each position by the
+// same operations as in a window of its own: the invariant holds across that boundary too.
+
+//#include "query.wgsl"
+
+@group(0) @binding(0) var<storage, read> p: Params;
+@group(0) @binding(1) var<storage, read> w: Window;
+@group(0) @binding(2) var<storage, read> q: array<f32>;        // [n_q, n_heads, HD]
+@group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, K_WORDS]
+@group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
+@group(0) @binding(5) var<storage, read> state: array<f32>;    // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;  // [n_q, n_heads, blocks of the window, 2 + HD]
+@group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
+
+const RESIDUAL: bool = {{RESIDUAL}};
+
+//#include "../format/row_format.wgsl"
+
+//#include "state.wgsl"
+
+//#include "block_state.wgsl"
+
+var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
+var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
+var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
+
+//#include "../format/words_buffer.wgsl"
+
+//#include "../format/k_elem.wgsl"
+
+//#include "../format/v_elem.wgsl"
+
+//#include "fold.wgsl"
+
+@compute @workgroup_size({{HEAD_DIM}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let idx = wid.y;
+    if (idx >= p.n_q * p.n_heads) { return; }
+    let j = lid.x;
+    let t = idx / p.n_heads;
+    let g = kv_head(idx % p.n_heads);
+    let bb = w.start / BLOCK + wid.x;
+    let lo = max(w.start, bb * BLOCK);
+    let hi = min(min(w.end, causal_end(t)), (bb + 1u) * BLOCK);
+
+    var m = NEG_BIG;
+    var l = 0.0;
+    var acc = 0.0;
+    if (lo != bb * BLOCK && (w.first & 1u) == 0u) {  // the window starts inside this block: continue its fold
+        let pb = partial_fold(idx);
+        m = state[pb + M_AT];
+        l = state[pb + L_AT];
+        acc = state[pb + ACC_AT + j];
+    }
+    qs[j] = q[idx * HD + j];
+    workgroupBarrier();
+
+    fold_range(lo, hi, g, j, &m, &l, &acc);
+    let ob = (idx * window_blocks() + wid.x) * FOLD;
+    if (j == 0u) {
+        part[ob + M_AT] = m;
+        part[ob + L_AT] = l;
+    }
+    part[ob + ACC_AT + j] = acc;
+}

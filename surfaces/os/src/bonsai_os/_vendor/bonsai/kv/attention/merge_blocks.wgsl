@@ -1,0 +1,107 @@
+// The blocks variant, step 2 of 2: merge the window's block folds into the state, in block order.
+//
+// Per (token t, head h) and block b the window touched (its positions for t: [lo, hi), see
+// blocks.wgsl): if the block is complete (hi == its end) its fold is merged into MAIN
+//     m' = max(M, m_b);  a = exp(M - m');  c = exp(m_b - m');  L = L a + l_b c;  ACC = ACC a + acc_b c
+// and PARTIAL is emptied; otherwise (the window or the causal bound ends inside it) its fold becomes
+// PARTIAL, which the next window continues or finalize.wgsl merges last. l > 0 for any fold
+// of at least one position (its largest score contributes exp(0) = 1), so PARTIAL is empty iff l == 0.
+// One workgroup per (token, head), HD invocations: invocation j owns acc[j]; m and l are computed
+// identically by all. The call's last window (bit 1 of w.first) also finishes the call: PARTIAL, when
+// not empty, merged into MAIN as above, then out = acc / l, the one and only normalisation (the
+// operations of finalize.wgsl, which the serial variant runs; one dispatch fewer per call).
+
+//#include "query.wgsl"
+
+@group(0) @binding(0) var<storage, read> p: Params;
+@group(0) @binding(1) var<storage, read> w: Window;
+@group(0) @binding(2) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]
+@group(0) @binding(3) var<storage, read> part: array<f32>;         // written by blocks.wgsl
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;    // [n_q, n_heads, HD], the last window only
+
+//#include "../format/row_format.wgsl"
+
+//#include "state.wgsl"
+
+//#include "block_state.wgsl"
+
+@compute @workgroup_size({{HEAD_DIM}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let idx = wid.y * 65535u + wid.x;
+    if (idx >= p.n_q * p.n_heads) { return; }
+    let j = lid.x;
+    let sb = main_fold(idx);
+    let pb = partial_fold(idx);
+    var mm = NEG_BIG;
+    var ll = 0.0;
+    var aa = 0.0;
+    var pm = NEG_BIG;
+    var pl = 0.0;
+    var pa = 0.0;
+    if ((w.first & 1u) == 0u) {
+        mm = state[sb + M_AT];
+        ll = state[sb + L_AT];
+        aa = state[sb + ACC_AT + j];
+        pm = state[pb + M_AT];
+        pl = state[pb + L_AT];
+        pa = state[pb + ACC_AT + j];
+    }
+    workgroupBarrier();  // every invocation has read m and l before invocation 0 overwrites them
+    let end = min(w.end, causal_end(idx / p.n_heads));
+    let b0 = w.start / BLOCK;
+    let nblocks = window_blocks();
+    for (var k = 0u; k < nblocks; k = k + 1u) {
+        let bb = b0 + k;
+        let lo = max(w.start, bb * BLOCK);
+        let hi = min(end, (bb + 1u) * BLOCK);
+        if (lo >= hi) { break; }  // this token sees nothing of the window from here on
+        let ob = (idx * nblocks + k) * FOLD;
+        let bm = part[ob + M_AT];
+        let bl = part[ob + L_AT];
+        let ba = part[ob + ACC_AT + j];
+        if (hi == (bb + 1u) * BLOCK) {
+            let m_new = max(mm, bm);
+            let a = exp(mm - m_new);
+            let c = exp(bm - m_new);
+            ll = ll * a + bl * c;
+            aa = aa * a + ba * c;
+            mm = m_new;
+            pm = NEG_BIG;
+            pl = 0.0;
+            pa = 0.0;
+        } else {
+            pm = bm;
+            pl = bl;
+            pa = ba;
+        }
+    }
+    if (MUT_NORMALISE) {  // bug (3): normalise the carried folds at the window boundary and carry on
+        if (ll > 0.0) {
+            aa = aa / ll;
+            ll = 1.0;
+        }
+        if (pl > 0.0) {
+            pa = pa / pl;
+            pl = 1.0;
+        }
+    }
+    if ((w.first & 2u) != 0u) {  // the last window: out = acc / l (PARTIAL merged first where not empty)
+        if (pl == 0.0) {
+            out[idx * HD + j] = aa / ll;
+            return;
+        }
+        let m_new = max(mm, pm);
+        let a = exp(mm - m_new);
+        let c = exp(pm - m_new);
+        out[idx * HD + j] = (aa * a + pa * c) / (ll * a + pl * c);
+        return;
+    }
+    if (j == 0u) {
+        state[sb + M_AT] = mm;
+        state[sb + L_AT] = ll;
+        state[pb + M_AT] = pm;
+        state[pb + L_AT] = pl;
+    }
+    state[sb + ACC_AT + j] = aa;
+    state[pb + ACC_AT + j] = pa;
+}

@@ -1,0 +1,368 @@
+"""KVCache: per-layer K/V in a cache mode, a host-RAM master copy, and GPU windows under a VRAM budget.
+
+The pieces, each in its own module: `layout` (row words, window slots), `master` (the host copy,
+bytes laid out as slots), `staging` (rows on their way back from the GPU, one readback per sync),
+`slots` (resident windows and streaming), `residual` (grouped modes' newest, f32 group) and the
+attention driver (`attention.driver`). This class orders them: append records the store kernel and
+the scatter into slots, attend folds the windows, sync_host commits what came back.
+
+Pure Python, so the browser runs it too: the host only moves bytes, every row is quantised by the
+GPU kernels (grouped modes included). The API the engine uses is `bonsai.kv.KVCacheAPI`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..gpu.backend import TEXTURE_ROW_BYTES
+from ..gpu.params import ParamCache, StepParams
+from .attention.driver import Attention, Window
+from .errors import KVError
+from .format.modes import MODES, get_mode
+from .handover import Handover
+from .layout import Kind, Layout
+from .master import HostMaster
+from .mirrors import Mirrors
+from .residual import RESIDUAL_ROLE, Residual
+from .slots import Slots
+from .staging import Entry, Staging
+from .store.scatter import Scatter
+from .store.store import Store
+
+
+class KVCache:
+    """Per-layer K/V in a `bonsai.kv.format.modes` mode: host master + GPU windows (see `bonsai.kv`)."""
+
+    def __init__(self, gpu: Any, n_layers: int, n_kv_heads: int, head_dim: int, max_positions: int,
+                 mode: str = "f32", window: int = 64, vram_budget: int | None = None,
+                 staging_positions: int = 512, variant: str = "auto", handover_steps: int = 32) -> None:
+        if mode not in MODES:
+            raise KVError(f"KVCache mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if staging_positions < 1:
+            raise KVError("KVCache staging_positions must be >= 1")
+        self.mode = mode
+        self.layout = lay = Layout(get_mode(mode), n_layers, n_kv_heads, head_dim, max_positions, window)
+        self.n_layers, self.n_kv, self.head_dim, self.max_positions, self.window = (
+            n_layers, n_kv_heads, head_dim, max_positions, window)
+        self.slot_bytes = lay.slot_bytes
+        if vram_budget is None:
+            self.max_slots = n_layers * lay.n_windows
+        else:
+            self.max_slots = int(vram_budget) // lay.slot_bytes
+            if self.max_slots < 1:
+                raise KVError(f"vram_budget={vram_budget} bytes is below one window slot ({lay.slot_bytes} bytes = "
+                              f"{window} positions x {lay.slot_bytes // window} bytes); raise the budget or lower "
+                              "`window`")
+        self.master = HostMaster(lay)
+        self.residual = Residual(lay) if lay.mode.grouped else None
+        self.requested_staging_positions = staging_positions
+        self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
+        self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
+        self.fuse_store = True  # one-position f32 rows: the store kernel writes the slot/residual copy too
+        self._bind(gpu)
+
+    @property
+    def length(self) -> list[int]:
+        """Positions committed to the host master, per layer."""
+        return self.master.length
+
+    @property
+    def streamed_windows(self) -> int:
+        """Windows written up from the master so far (streaming or restore)."""
+        return self._slots.streamed
+
+    @property
+    def staging_positions(self) -> int:
+        return self._staging.positions
+
+    # ---- GPU side -------------------------------------------------------------------------
+    def _bind(self, gpu: Any) -> None:
+        """(Re)create every GPU object on `gpu`; the host master is untouched."""
+        lay = self.layout
+        limit = gpu.max_binding_bytes
+        if lay.slot_bytes > limit:
+            raise KVError(f"a window of {lay.window} positions takes {lay.slot_bytes} bytes per layer, above this "
+                          f"adapter's maxStorageBufferBindingSize ({limit} bytes); lower the window to at most "
+                          f"{limit * lay.window // lay.slot_bytes} positions")
+        self.gpu = gpu
+        self._params = ParamCache(gpu)
+        self._step = StepParams(gpu)  # per-step words (positions) in buffers that keep their bind groups
+        self._scatter = Scatter(gpu, self._params, self._step)
+        self._store = Store(gpu, lay.n_kv, lay.head_dim, lay.mode, self._params)
+        self._attn: dict[int, Attention] = {}
+        self._staging = Staging(gpu, lay, self.requested_staging_positions)
+        self._mirrors = Mirrors(gpu)  # texture copies of slots for the serial (CPU) attention kernel
+        self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host,
+                            self._mirrors.mark_all)
+        self._state: Any = None
+        self._handover: Handover | None = None  # made by the first `park`
+        if self.residual is not None:
+            self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
+
+    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
+        """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
+        self._check_range(layer, pos, n)
+        res = self.residual
+        if res is not None and pos - pos % self.layout.group != res.gpu_start[layer]:
+            self.sync_host()
+            res.restart(layer, pos, self._slots.get(layer, pos // self.window))
+        # chunks that fit the staging area; grouped modes also end a chunk where a K group ends, so each
+        # staging entry lies in one group and the group's quantised rows are booked right after it
+        start = 0
+        while start < n:
+            p = pos + start
+            stop = min(n, start + self._staging.positions)
+            if res is not None:
+                stop = min(stop, start + self.layout.group - p % self.layout.group)
+            self._append_chunk(layer, k_buf, v_buf, p, stop - start, start)
+            start = stop
+
+    def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
+        lay, stg = self.layout, self._staging
+        group_words = (lay.group + n) * (lay.k_words + lay.v_words) if self.residual is not None else 0
+        if not stg.room_for(n * (lay.stored_k_words + lay.stored_v_words) + group_words, 2 * n * lay.n_kv):
+            self.sync_host()
+        entry = stg.book_rows(layer, pos, n)
+        grouped, v_res = lay.mode.grouped, lay.mode.v_residual
+        res = self.residual
+        # one position of f32 rows: the store kernel also writes them where the scatter would copy them
+        # (the slot, or for K and V both grouped the residual), one dispatch instead of two
+        also = None
+        if self.fuse_store and n == 1 and self._store.f32_rows and (not grouped or v_res):
+            if res is None:
+                also = (self._slots.get(layer, pos // lay.window, entry),
+                        self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
+            else:
+                also = (res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE))
+        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
+        v_src = entry.word + n * lay.stored_k_words
+        p = pos
+        while p < pos + n:
+            win = p // lay.window
+            end = min(pos + n, (win + 1) * lay.window)
+            slot = self._slots.get(layer, win, entry)
+            # one dispatch in the compute pass (a buffer copy would end the pass): K and V rows -> slot
+            n_k = 0 if grouped else (end - p) * lay.k_words
+            n_v = 0 if v_res else (end - p) * lay.v_words
+            k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
+            if also is None:
+                self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
+                                     v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
+            self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
+            self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
+            p = end
+        if res is not None:
+            res.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=also is not None)
+
+    # ---- replaying a recorded step --------------------------------------------------------
+    def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
+        """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
+        when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):
+        equal keys, equal dispatch lists. None when the step may do more than record dispatches (a VRAM
+        budget, rows not synced, a window slot still to be made; grouped modes: a step that fills its K
+        group or appends into a group the residual does not hold)."""
+        if n != 1 or self._staging.pending or not self._slots.all_resident:
+            return None
+        res, g0 = self.residual, 0
+        if res is not None:  # the residual scatter's destination is a step parameter (`prepare`)
+            g0 = pos - pos % self.layout.group
+            if not res.only_appends(pos):
+                return None
+        win = pos // self.window
+        if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
+            return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
+        att = self._attention(n_heads)
+        rows: tuple = ()
+        if att.variant == "serial":  # the step refreshes the mirrors' rows holding position pos
+            if res is not None:  # and the residual's, which move with pos too
+                return None
+            if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
+                return None
+            lay = self.layout  # the first and last texture row of each new K and V row
+            rows = tuple((lay.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES,
+                          ((lay.slot_word(kind, pos) + words) * 4 - 1) // TEXTURE_ROW_BYTES)
+                         for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
+        return win, g0, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
+
+    def replay_appends(self, pos: int, n: int) -> None:
+        """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
+        taped dispatches write the rows): the same staging entries, in the same order."""
+        for layer in range(self.n_layers):
+            self._check_range(layer, pos, n)
+            self._staging.book_rows(layer, pos, n)
+
+    def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
+        """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
+        its per-step parameters now, so recording the step writes nothing and stays one compute pass.
+
+        Optional: without it the same writes happen during recording (correct, one more submit each).
+        park=True: the step will be followed by `park`; its destinations are written now too.
+        """
+        self._check_range(0, pos, n)
+        if park:
+            self._parking().prepare()
+        self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
+        if self.residual is not None:
+            self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
+        att = self._attention(n_heads)
+        att.plan(self._windows(0, pos + n)[1], pos, n)
+
+    # ---- parking: rows that wait on the GPU for several decode steps -------------------------
+    @property
+    def can_park(self) -> bool:
+        """Without a VRAM budget no window is ever streamed or evicted, so rows may wait on the GPU."""
+        return bool(self._slots.all_resident)
+
+    def park(self) -> None:
+        """Record moving the rows staged by the step just recorded (one position in every layer) into the
+        handover (`bonsai.kv.handover`): staging is empty again and the next step replays the same tape.
+        `sync_host` takes every parked step back in one read."""
+        if not self.can_park:
+            raise KVError("park: a cache under a VRAM budget streams windows from the host master, which must be "
+                          "synced every step")
+        self._parking().park()
+
+    def _parking(self) -> Handover:
+        if self._handover is None:
+            self._handover = Handover(self.gpu, self.layout, self._staging, self._scatter, self.handover_steps)
+        return self._handover
+
+    # ---- the host master --------------------------------------------------------------------
+    def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
+        """One readback of every row appended since the last sync into the host master (parked steps
+        first: two reads when rows were also staged after the last park).
+
+        also=(buffer, nbytes), nbytes <= 256: the first nbytes of `buffer` come back in the same
+        readback and are returned (the engine's sampled tokens: one GPU round trip, not two).
+        Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
+        min) overflows f16; nothing of that readback is committed then.
+        """
+        rows: list[tuple[Entry, memoryview, memoryview]] = []
+        extra = b""
+        if self._handover is not None and self._handover.parked:
+            rows, extra = self._handover.readback(also)
+            also = None
+        if also is not None or self._staging.pending or not rows:
+            more, staged_extra = self._staging.readback(also)
+            rows, extra = rows + more, extra or staged_extra
+        for entry, k_rows, v_rows in rows:
+            self._commit(entry, k_rows, v_rows)
+        return extra
+
+    def _commit(self, e: Entry, k_rows: memoryview, v_rows: memoryview) -> None:
+        """Rows read back from staging into the master (and the host residual)."""
+        res, m = self.residual, self.layout.mode
+        if e.group:
+            assert res is not None
+            self._put(e.layer, Kind.K, e.pos, k_rows)
+            if m.v_residual:
+                self._put(e.layer, Kind.V, e.pos, v_rows)
+            res.commit_group(e.layer, e.pos)
+            return
+        if not m.v_residual:
+            self._put(e.layer, Kind.V, e.pos, v_rows)
+        if res is None:
+            self._put(e.layer, Kind.K, e.pos, k_rows)
+        else:  # f32 rows of the newest group (an entry lies in one group): into the host residual
+            res.commit_rows(e.layer, e.pos, e.n, k_rows, v_rows if m.v_residual else None)
+        self.master.length[e.layer] = max(self.master.length[e.layer], e.pos + e.n)
+
+    def _put(self, layer: int, kind: Kind, pos: int, rows: Any) -> None:
+        self._slots.mark_stale(layer, self.master.put(layer, kind, pos, rows))
+
+    # ---- attention ----------------------------------------------------------------------------
+    def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
+        """out[t] = causal GQA attention of q[t] (absolute position pos_base + t) over positions <= it."""
+        kv_len = pos_base + n_q
+        self._check_range(layer, pos_base, n_q)
+        att = self._attention(n_heads)
+        need = att.state_bytes(n_q)
+        if self._state is None or self._state.size < need:
+            self._state = self.gpu.buffer(need)
+        q_end, wins = self._windows(layer, kv_len)
+        last = len(att.plan(wins, pos_base, n_q)) - 1  # parameter buffers first, so recording is not split
+        q = att.begin(q_buf, pos_base, n_q)
+        i = 0
+        # where attention folds the residual with the window before it (`Attention.combines`), both are
+        # resolved first, the residual's slot before the window's, so the slot folded is the one resident
+        groups = [[desc] for desc in wins]
+        if att.combines and len(wins) > 1 and wins[-1].residual:
+            groups[-2:] = [wins[-2:]]
+        for group in groups:
+            slots = {desc.start // self.window: None for desc in group}
+            for w in reversed(slots):
+                slots[w] = self._slots.get(layer, w)
+            resolved = [self._window(layer, desc.start // self.window, slots[desc.start // self.window], q_end,
+                                     residual=desc.residual) for desc in group]
+            if att.variant == "serial":  # the CPU kernel reads K and V through texture copies
+                resolved = [dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
+                            for win in resolved]
+            for piece in att.pieces(resolved, n_q):
+                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i, out_buf, i == last)
+                i += 1
+        att.finish(self._state, out_buf, pos_base, n_q)
+
+    def _windows(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
+        """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now."""
+        # grouped K: positions from the residual's group start on are f32 rows in the residual buffer
+        q_end = min(kv_len, self.residual.gpu_start[layer]) if self.residual is not None else kv_len
+        resident = self._slots.resident
+        wins = [self._window(layer, w, resident.get((layer, w)), q_end) for w in range(-(-q_end // self.window))]
+        if q_end < kv_len:
+            w = q_end // self.window
+            wins.append(self._window(layer, w, resident.get((layer, w)), q_end, residual=True))
+        return q_end, wins
+
+    def _window(self, layer: int, w: int, slot: Any, q_end: int, residual: bool = False) -> Window:
+        lay = self.layout
+        lo = w * lay.window
+        if residual:
+            assert self.residual is not None
+            res = self.residual.bufs[layer]
+            G = lay.group
+            if lay.mode.v_residual:  # K and V rows from the residual buffer (row 0 = q_end)
+                return Window(res, res, q_end, q_end + G, q_end, 0, G * lay.n_kv * lay.head_dim, True)
+            # K rows from the residual buffer (row 0 = q_end), V rows from the slot
+            return Window(res, slot, q_end, q_end + G, q_end, 0, lay.slot_word(Kind.V, q_end), True)
+        return Window(slot, slot, lo, min(lo + lay.window, q_end), lo, 0, lay.window * lay.k_words)
+
+    def _attention(self, n_heads: int) -> Attention:
+        att = self._attn.get(n_heads)
+        if att is None:
+            if n_heads % self.n_kv:
+                raise KVError(f"n_heads={n_heads} is not a multiple of the cache's n_kv_heads={self.n_kv}")
+            att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.layout.mode,
+                                                   params=self._params, variant=self.variant, step=self._step)
+        return att
+
+    # ---- device loss and sizes ----------------------------------------------------------------
+    def restore(self, new_gpu: Any) -> None:
+        """Rebuild every GPU object on `new_gpu` from the host master (after device loss).
+
+        Rows appended since the last `sync_host()` are lost: sync once per step.
+        """
+        keys = list(self._slots.resident)
+        self._bind(new_gpu)
+        for layer, win in keys[-self.max_slots:]:
+            self._slots.get(layer, win)
+
+    def bytes_per_position(self) -> int:
+        """GPU bytes one position takes in one layer (K and V), measured on an actual slot buffer.
+
+        Grouped-K modes also hold one f32 residual buffer per layer (`residual_bytes`), a fixed cost.
+        """
+        buf = next(iter(self._slots.resident.values()), None)
+        if buf is None:
+            buf = self.gpu.buffer(self.slot_bytes)
+        return int(buf.size) // self.window
+
+    def residual_bytes(self) -> int:
+        """GPU bytes of one layer's f32 residual buffer (0 unless the mode groups K)."""
+        return self.residual.size_bytes() if self.residual is not None else 0
+
+    def _check_range(self, layer: int, pos: int, n: int) -> None:
+        if not 0 <= layer < self.n_layers:
+            raise KVError(f"layer {layer} out of range (cache has {self.n_layers} layers)")
+        if n < 1 or pos < 0 or pos + n > self.max_positions:
+            raise KVError(f"positions [{pos}, {pos + n}) outside the cache (max_positions={self.max_positions})")

@@ -1,0 +1,75 @@
+"""Decode steps' staged rows parked on the GPU until the host takes them, several steps per readback.
+
+A GPU-resident decode loop reads nothing back between steps. After each step the rows (and flags)
+the store kernel staged are copied, by two scatter dispatches, into slot `j` of the handover buffer,
+and staging is empty again, so the next step books the same staging words as the last one and its
+taped dispatches can be replayed. Every `steps` steps one read brings all parked slots back (with a
+few extra bytes: the loop's tokens) and their rows reach the host master in booking order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gpu.backend import round_up
+from .errors import KVError
+from .layout import Layout
+from .staging import ALSO_BYTES, Entry, Staging
+from .store.scatter import Scatter
+
+ROWS_ROLE, FLAGS_ROLE = "park_rows", "park_flags"  # step-parameter roles of the two scatters
+
+
+class Handover:
+    """`steps` slots of one decode step's staged words each; `park` fills the next one (recorded)."""
+
+    def __init__(self, gpu: Any, layout: Layout, staging: Staging, scatter: Scatter, steps: int) -> None:
+        m = layout.mode
+        group_words = (layout.k_words + (layout.v_words if m.v_residual else 0)) if m.grouped else 0
+        # one position in every layer, plus (grouped) a whole group quantised by the step's row
+        self.rows_max = layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words)
+        self.rows_max += layout.group * layout.n_layers * group_words
+        self.flags_max = layout.n_layers * 2 * layout.n_kv
+        self.stride = self.rows_max + self.flags_max
+        if steps < 1 or (steps * self.stride * 4 + ALSO_BYTES) > gpu.max_binding_bytes:
+            raise KVError(f"a handover of {steps} decode steps ({self.stride * 4} bytes each) does not fit one "
+                          f"storage binding ({gpu.max_binding_bytes} bytes); use fewer steps per readback")
+        self.gpu, self.staging, self.scatter, self.steps = gpu, staging, scatter, steps
+        self.buffer = gpu.buffer(steps * self.stride * 4 + ALSO_BYTES)
+        self.parked: list[list[Entry]] = []  # slot j: the entries of the j-th parked step, words from 0
+
+    def prepare(self) -> None:
+        """Write the next park's destinations now, before its step is recorded (no write splits the pass)."""
+        base = len(self.parked) * self.stride
+        self.scatter.dst_words(base, 0, role=ROWS_ROLE)
+        self.scatter.dst_words(base + self.rows_max, 0, role=FLAGS_ROLE)
+
+    def park(self) -> None:
+        """Record the copies of everything staged since the last park into the next slot; empty staging."""
+        if len(self.parked) == self.steps:
+            raise KVError(f"the handover holds {self.steps} steps: sync the host first")
+        pending, words, flags = self.staging.take()
+        if words > self.rows_max or flags > self.flags_max:
+            raise KVError(f"a parked step staged {words} words and {flags} flags, above one slot's "
+                          f"{self.rows_max} and {self.flags_max}: park after every one-position step")
+        base = len(self.parked) * self.stride
+        self.scatter.record(self.staging.buffer, 0, words, 0, 0, self.buffer, base, 0, role=ROWS_ROLE)
+        self.scatter.record(self.staging.flags, 0, flags, 0, 0, self.buffer, base + self.rows_max, 0, role=FLAGS_ROLE)
+        self.parked.append(pending)
+
+    def readback(self, also: tuple[Any, int] | None) -> tuple[list[tuple[Entry, memoryview, memoryview]], bytes]:
+        """Every parked step's (entry, K rows, V rows), in booking order, and the `also` bytes: one read."""
+        n = len(self.parked)
+        tail = n * self.stride * 4
+        extra = round_up(also[1], 4) if also is not None else 0
+        if also is not None:
+            self.gpu.copy(also[0], 0, self.buffer, tail, extra)
+        raw = memoryview(self.gpu.read(self.buffer, tail + extra))
+        parked, self.parked = self.parked, []
+        out = []
+        for j, pending in enumerate(parked):
+            base = j * self.stride * 4
+            data = raw[base: base + self.rows_max * 4]
+            flags = raw[base + self.rows_max * 4: base + self.stride * 4].cast("I")
+            out += self.staging.rows(pending, data, flags)
+        return out, (bytes(raw[tail: tail + also[1]]) if also is not None else b"")

@@ -1,0 +1,163 @@
+"""The newest, still-filling K group of a grouped-K mode (kc4*, q4res), kept in f32 until it fills.
+
+On the GPU each layer has a residual buffer [G, n_kv, hd] f32 of K (then V, when V has a residual
+too): the store kernel writes appended rows as f32, a scatter dispatch copies them in, and when the group's last
+position arrives the group kernel quantises it into the window slot. The quantised rows are then
+copied into staging, so the host master receives the kernel's own output at the next sync: the host
+never quantises (one codec, the WGSL one, which also lets the browser run these modes). The host
+keeps the same residual rows in f32 (read back with the other rows) to rebuild the GPU buffer after
+a device loss. Appending into a group that was already quantised (a rewind) decodes it back to f32
+on the GPU with the attention kernels' decoders: exactly the values attention read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gpu.limits import workgroups
+from ..gpu.params import ParamCache
+from .errors import KVError
+from .format.modes import Mode
+from .format.rows import decode_constants
+from .layout import Kind, Layout
+from .mirrors import Mirrors
+from .staging import Entry, Staging
+from .store.scatter import Scatter
+from .store.store import GroupStore, Store
+
+RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
+
+
+class Residual:
+    """Host and GPU copies of every layer's residual, and the kernels that fill and empty it."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.v_res = layout.mode.v_residual
+        size = layout.group * layout.f32_row_bytes
+        self.host_k = [bytearray(size) for _ in range(layout.n_layers)]
+        self.host_v = [bytearray(size) for _ in range(layout.n_layers)]
+        self.host_start = [0] * layout.n_layers  # the group start the host rows hold
+        self.gpu_start = [0] * layout.n_layers  # the group start the GPU buffer holds (ahead until a sync)
+
+    def bind(self, gpu: Any, params: ParamCache, mirrors: Mirrors, scatter: Scatter) -> None:
+        """(Re)create the GPU side on `gpu` from the host rows; writes are marked in `mirrors`; appended rows
+        are copied in by `scatter` (a dispatch, so a decode step stays one compute pass and can be taped)."""
+        lay, m = self.layout, self.layout.mode
+        self.gpu, self.params, self.mirrors, self.scatter = gpu, params, mirrors, scatter
+        self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
+        if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
+            self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
+            self.no_flags = gpu.buffer(lay.group * lay.n_kv * 4)
+        self.dequantise = gpu.kernel(f"{__package__}.store", "dequantise.wgsl", V_RES=self.v_res,
+                                     **decode_constants(m.kf, m.vf, lay.head_dim),
+                                     MUT_NORMALISE=False, MUT_GQA=False, MUT_CAUSAL=False)
+        self.bufs = [gpu.upload(self.host_words(layer)) for layer in range(lay.n_layers)]
+        self.gpu_start = list(self.host_start)
+
+    def host_words(self, layer: int) -> bytes:
+        """What the GPU buffer holds: K rows [G, n_kv, hd] f32, then V rows when V has a residual."""
+        return bytes(self.host_k[layer]) + (bytes(self.host_v[layer]) if self.v_res else b"")
+
+    def size_bytes(self) -> int:
+        return int(self.bufs[0].size)
+
+    # ---- GPU side, while recording ---------------------------------------------------------
+    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> list[int]:
+        """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
+        there); quantise every group they fill into `slot(win)` and copy the result into staging.
+        Returns the group starts quantised."""
+        lay = self.layout
+        G, rb = lay.group, lay.f32_row_bytes
+        filled = []
+        rw = rb // 4  # words of one position's f32 rows
+        p = e.pos
+        while p < e.pos + e.n:
+            g0 = p - p % G
+            end = min(e.pos + e.n, g0 + G)
+            n_v = (end - p) * rw if self.v_res else 0
+            if not copied:
+                self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
+                                    e.word + e.n * e.k_words + (p - e.pos) * rw, n_v, self.bufs[layer],
+                                    *self.dst_words(p), role=RESIDUAL_ROLE)
+            self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
+            if self.v_res:
+                self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
+            if end == g0 + G:
+                self._quantise(layer, g0, slot(g0 // lay.window), staging)
+                filled.append(g0)
+                self.gpu_start[layer] = end
+            p = end
+        return filled
+
+    def only_appends(self, pos: int) -> bool:
+        """A one-position step at `pos` only copies rows into every layer's residual: it neither fills the
+        group (quantise and copy out) nor appends into a group the GPU residual does not hold (restart)."""
+        g0 = pos - pos % self.layout.group
+        return pos + 1 - g0 < self.layout.group and all(start == g0 for start in self.gpu_start)
+
+    def dst_words(self, pos: int) -> tuple[int, int]:
+        """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step
+        destination of the residual scatter (`KVCache.prepare` writes it before a step is recorded)."""
+        rw = self.layout.f32_row_bytes // 4
+        at = pos % self.layout.group
+        return at * rw, (self.layout.group + at) * rw
+
+    def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging) -> None:
+        lay = self.layout
+        k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
+        self.group_store.record(self.bufs[layer], 0, slot, k_word)
+        self.mirrors.mark(slot, k_word * 4, (k_word + lay.group * lay.k_words) * 4)
+        if self.v_res:
+            self.v_store.record(self.bufs[layer], self.bufs[layer], lay.group, slot, v_word, self.no_flags, 0,
+                                src_pos=lay.group)
+            self.mirrors.mark(slot, v_word * 4, (v_word + lay.group * lay.v_words) * 4)
+        out = staging.book_group(layer, g0)
+        n_k = lay.group * lay.k_words * 4
+        self.gpu.copy(slot, k_word * 4, staging.buffer, out.word * 4, n_k)
+        if self.v_res:
+            self.gpu.copy(slot, v_word * 4, staging.buffer, out.word * 4 + n_k, lay.group * lay.v_words * 4)
+
+    def restart(self, layer: int, pos: int, slot: Any) -> None:
+        """Appending at `pos`, in group g0 = pos - pos % G, which the GPU residual does not hold (a rewind,
+        or the first append after a restore). Call with the host synced; `slot` holds g0's window."""
+        lay = self.layout
+        g0 = pos - pos % lay.group
+        if g0 > self.host_start[layer]:
+            raise KVError(f"layer {layer}: append at position {pos} skips positions {self.host_start[layer]}.."
+                          f"{g0 - 1} of a grouped-K cache; append in order")
+        if g0 < self.host_start[layer]:  # a quantised group: decode it back, as attention read it
+            params = self.params.get(lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0), lay.n_kv, 0)
+            self.gpu.dispatch(self.dequantise, [params, slot, slot, self.bufs[layer]],
+                              (workgroups(lay.group * lay.n_kv),))
+            raw = self.gpu.read(self.bufs[layer])
+            size = len(self.host_k[layer])
+            self.host_k[layer][:] = raw[:size]
+            if self.v_res:
+                self.host_v[layer][:] = raw[size: 2 * size]
+            self.host_start[layer] = g0
+        else:
+            self.gpu.write(self.bufs[layer], self.host_words(layer))
+        self.mirrors.mark_all(self.bufs[layer])
+        self.gpu_start[layer] = g0
+
+    # ---- host side, at sync ----------------------------------------------------------------
+    def commit_rows(self, layer: int, pos: int, n: int, k_rows: memoryview, v_rows: memoryview | None) -> None:
+        """f32 rows of positions [pos, pos+n) (within one group) as read back, into the host residual."""
+        lay = self.layout
+        g0 = pos - pos % lay.group
+        if g0 != self.host_start[layer]:
+            raise KVError(f"layer {layer}: rows for position {pos} reached the master out of order")
+        rb = lay.f32_row_bytes
+        self.host_k[layer][(pos - g0) * rb: (pos - g0 + n) * rb] = k_rows
+        if v_rows is not None:
+            self.host_v[layer][(pos - g0) * rb: (pos - g0 + n) * rb] = v_rows
+
+    def commit_group(self, layer: int, g0: int) -> None:
+        """Group g0 reached the master quantised: the host residual moves on to the next group."""
+        if g0 != self.host_start[layer]:
+            raise KVError(f"layer {layer}: group {g0} reached the master out of order")
+        self.host_start[layer] = g0 + self.layout.group
+        self.host_k[layer][:] = bytes(len(self.host_k[layer]))
+        self.host_v[layer][:] = bytes(len(self.host_v[layer]))
+

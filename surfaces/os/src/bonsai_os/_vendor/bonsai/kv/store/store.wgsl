@@ -1,0 +1,169 @@
+// Store K/V rows into the cache's row formats: f32 copy, or 8/4-bit per row / per block (spec:
+// bonsai/kv/format/codec.py). One invocation per row. Rows 0..n*N_KV-1 come from k_src (from position
+// p.src_pos on), the next n*N_KV from v_src; K row r is written at dst[p.dst_word + r * K_WORDS ..],
+// V row r at dst[p.dst_word + n*N_KV*K_WORDS + r * V_WORDS ..], and flags[p.flag_base + row] gets
+// 0 (ok) | 1 (non-finite value) | 2 (a scale would overflow f16).
+
+struct Params { n: u32, dst_word: u32, flag_base: u32, src_pos: u32 }
+
+@group(0) @binding(0) var<storage, read> p: Params;
+@group(0) @binding(1) var<storage, read> k_src: array<f32>;
+@group(0) @binding(2) var<storage, read> v_src: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(4) var<storage, read_write> flags: array<u32>;
+
+const HD: u32 = {{HEAD_DIM}}u;
+const N_KV: u32 = {{N_KV}}u;
+const K_BITS: u32 = {{K_BITS}}u;    // 32 = f32
+const K_BLOCK: u32 = {{K_BLOCK}}u;  // values per scale
+const K_WORDS: u32 = {{K_WORDS}}u;
+const V_BITS: u32 = {{V_BITS}}u;
+const V_BLOCK: u32 = {{V_BLOCK}}u;
+const V_WORDS: u32 = {{V_WORDS}}u;
+const K_ASYM: bool = {{K_ASYM}};   // asymmetric per row: codes 0..15, one word = scale | min << 16
+const V_ASYM: bool = {{V_ASYM}};
+const ROTATE_K: bool = {{ROTATE_K}};
+const K_LIMIT: f32 = {{K_LIMIT}};  // f32 K kept for per-channel quantisation: flag |x| >= this (0: none)
+const V_LIMIT: f32 = {{V_LIMIT}};  // f32 V kept in the residual, quantised later: flag |x| >= this (0: none)
+const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
+
+//#include "../format/rounding.wgsl"
+
+//#include "../format/hadamard.wgsl"
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let half_rows = p.n * N_KV;
+    let r = gid.x;
+    if (r >= HALVES * half_rows) { return; }
+    let is_v = r >= half_rows;
+    let src = (p.src_pos * N_KV + r % half_rows) * HD;
+    var x: array<f32, {{HEAD_DIM}}>;
+    var bad = 0u;
+    for (var j = 0u; j < HD; j = j + 1u) {
+        var v: f32;
+        if (is_v) { v = v_src[src + j]; } else { v = k_src[src + j]; }
+        x[j] = v;
+        if ((bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u) { bad = 1u; }
+    }
+    if (ROTATE_K && !is_v && bad == 0u) {
+        hadamard(&x);
+    }
+    var bits = K_BITS;
+    var block = K_BLOCK;
+    var out = p.dst_word + r * K_WORDS;
+    if (is_v) {
+        bits = V_BITS;
+        block = V_BLOCK;
+        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
+    }
+    if (bits == 32u) {
+        for (var j = 0u; j < HD; j = j + 1u) {
+            if (!is_v && bad == 0u && K_LIMIT > 0.0 && abs(x[j]) >= K_LIMIT) { bad = 2u; }
+            if (is_v && bad == 0u && V_LIMIT > 0.0 && abs(x[j]) >= V_LIMIT) { bad = 2u; }
+        }
+        for (var j = 0u; j < HD; j = j + 1u) { dst[out + j] = bitcast<u32>(x[j]); }
+        flags[p.flag_base + r] = bad;
+        return;
+    }
+    let qmax = (1u << (bits - 1u)) - 1u;
+    let per = 32u / bits;
+    let value_words = HD / per;
+    if ((is_v && V_ASYM) || (!is_v && K_ASYM)) {
+        var lo = x[0];
+        var hi = x[0];
+        for (var j = 1u; j < HD; j = j + 1u) {
+            lo = min(lo, x[j]);
+            hi = max(hi, x[j]);
+        }
+        var sm = 0u;
+        if (bad == 0u) { sm = asym_params(lo, hi); }
+        if (sm == 0xffffffffu) {
+            bad = 2u;
+            sm = 0u;
+        }
+        for (var w = 0u; w < value_words; w = w + 1u) {
+            var word = 0u;
+            for (var i = 0u; i < per; i = i + 1u) { word = word | (asym_code(x[w * per + i], sm) << (bits * i)); }
+            dst[out + w] = word;
+        }
+        dst[out + value_words] = sm;
+        flags[p.flag_base + r] = bad;
+        return;
+    }
+    var scales = 0u;
+    for (var b = 0u; b < HD / block; b = b + 1u) {
+        var amax_bits = 0u;
+        for (var j = b * block; j < (b + 1u) * block; j = j + 1u) {
+            amax_bits = max(amax_bits, bitcast<u32>(x[j]) & 0x7fffffffu);
+        }
+        let amax = bitcast<f32>(amax_bits);
+        var sb = 0u;
+        if (bad == 0u && amax >= f32(qmax) * 65520.0) { bad = 2u; }
+        if (bad == 0u) { sb = scale_bits(amax, f32(qmax)); }
+        let s = h2f(sb);
+        for (var w = b * block / per; w < (b + 1u) * block / per; w = w + 1u) {
+            var word = 0u;
+            for (var i = 0u; i < per; i = i + 1u) {
+                word = word | (quant_code(x[w * per + i], sb, s, qmax) << (bits * i));
+            }
+            dst[out + w] = word;
+        }
+        scales = scales | (sb << (16u * (b & 1u)));
+        if ((b & 1u) == 1u || b + 1u == HD / block) {
+            dst[out + value_words + b / 2u] = scales;
+            scales = 0u;
+        }
+    }
+    flags[p.flag_base + r] = bad;
+}
+
+// f32 rows (no rotation), one workgroup per row, invocation j copying values j, j + 64, ...: the same
+// words and the same flag as `main` (1: a non-finite value; else 2: a value at or above the limit),
+// without one invocation walking the row alone (bench/NOTES.md: 15 us of a decode step's 30 layers).
+// ALSO: every word goes to dst2 as well, K rows from word d2.k and V rows from d2.v on (a per-step
+// parameter): the copy into the window slot (or the f32 residual) that scatter.wgsl would make next.
+const ALSO: bool = {{ALSO}};
+struct Also { k: u32, v: u32, a0: u32, a1: u32 }
+@group(0) @binding(5) var<storage, read_write> dst2: array<u32>;
+@group(0) @binding(6) var<storage, read> d2: Also;
+var<workgroup> non_finite: atomic<u32>;
+var<workgroup> over_limit: atomic<u32>;
+
+@compute @workgroup_size(64)
+fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+            @builtin(local_invocation_index) li: u32) {
+    let half_rows = p.n * N_KV;
+    let r = wid.y * nw.x + wid.x;
+    if (r >= HALVES * half_rows) { return; }
+    let is_v = r >= half_rows;
+    let src = (p.src_pos * N_KV + r % half_rows) * HD;
+    var out = p.dst_word + r * K_WORDS;
+    var out2 = d2.k + r * K_WORDS;
+    var limit = K_LIMIT;
+    if (is_v) {
+        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
+        out2 = d2.v + (r - half_rows) * V_WORDS;
+        limit = V_LIMIT;
+    }
+    if (li == 0u) {
+        atomicStore(&non_finite, 0u);
+        atomicStore(&over_limit, 0u);
+    }
+    workgroupBarrier();
+    for (var j = li; j < HD; j = j + 64u) {
+        var v: f32;
+        if (is_v) { v = v_src[src + j]; } else { v = k_src[src + j]; }
+        if ((bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u) { atomicOr(&non_finite, 1u); }
+        if (limit > 0.0 && abs(v) >= limit) { atomicOr(&over_limit, 1u); }
+        dst[out + j] = bitcast<u32>(v);
+        if (ALSO) { dst2[out2 + j] = bitcast<u32>(v); }
+    }
+    workgroupBarrier();
+    if (li == 0u) {
+        var bad = 0u;
+        if (atomicLoad(&over_limit) != 0u) { bad = 2u; }
+        if (atomicLoad(&non_finite) != 0u) { bad = 1u; }
+        flags[p.flag_base + r] = bad;
+    }
+}

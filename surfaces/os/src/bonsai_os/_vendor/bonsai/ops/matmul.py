@@ -1,0 +1,206 @@
+"""Quantised matrix-vector / matrix-matrix products and embedding lookup on GGML blocks.
+
+Two kernels, chosen by the adapter when a matrix is uploaded: GPUs read the raw blocks from a
+storage buffer (matmul.wgsl: lanes per row, a workgroup reduction); CPU adapters (lavapipe,
+SwiftShader) read them through a word texture in a planar layout (planar.wgsl repacks them on the
+GPU) with x copied into a texture too, each invocation owning a tile of rows x tokens
+(matmul_cpu.wgsl): a CPU's texel fetch costs a fraction of a storage-buffer load.
+"""
+
+from __future__ import annotations
+
+import struct
+import weakref
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from ..errors import GpuLimitError
+from ..gpu.backend import round_up
+from ..gpu.limits import grid, workgroups
+from . import rmsnorm
+from .qtypes import QType
+
+WG = 64
+
+
+def lanes_for(k: int, q: QType) -> int:
+    """Threads per row: enough to cover the row's 32-weight chunks without idling most of them."""
+    chunks = k // 32
+    lanes = 1
+    while lanes < 16 and lanes * 2 <= chunks:
+        lanes *= 2
+    return lanes
+
+
+# CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
+CPU_ROWS, CPU_TOKENS = 8, 4
+PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
+
+
+@dataclass
+class QMatrix:
+    """A (rows, cols) weight matrix of GGML type `qtype`: its raw blocks in a GPU buffer (`buf`), or on a
+    CPU adapter in the planar layout in a word texture (`tex`, scale words from `scale_base`)."""
+
+    buf: Any
+    qtype: QType
+    rows: int
+    cols: int
+    name: str = ""
+    tex: Any = None
+    scale_base: int = 0
+
+    def params(self, t: int, x_stride: int, y_stride: int, y_offset: int = 0, x_offset: int = 0, n1: int = 0,
+               n2: int = 0, eps: float = 0.0) -> bytes:
+        """The kernel's param block (u32 x 12) for t tokens; strides and offsets count floats; n1/n2 for
+        OUT_SPLIT; eps for a fused RMSNorm (`dispatch(norm=...)`). Word 3 is the raw row bytes (buffer
+        kernel) or the scale plane's first word (texture)."""
+        third = self.scale_base if self.tex is not None else self.row_bytes
+        return struct.pack("<10If1I", self.rows, self.cols, t, third, x_stride, y_stride, y_offset, x_offset, n1, n2,
+                           eps, 0)
+
+    @cached_property
+    def row_bytes(self) -> int:
+        return self.qtype.row_bytes(self.cols)
+
+    @cached_property
+    def lanes(self) -> int:
+        """Threads per row in the matmul kernel (`lanes_for`), computed once: it is read every dispatch."""
+        return lanes_for(self.cols, self.qtype)
+
+
+def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str = "",
+                  texture: bool | None = None) -> QMatrix:
+    """Upload raw GGML rows (bytes-like, rows * row_bytes) with one word of padding for `word_at`; on a
+    CPU adapter (or texture=True) repacked into a word texture for the CPU kernel (`_planar`)."""
+    view = memoryview(raw).cast("B")
+    if view.nbytes + 8 > gpu.max_binding_bytes:
+        raise GpuLimitError(f"tensor {name or '?'} ({rows} x {cols} {q.name}): {view.nbytes} bytes, above this "
+                            f"adapter's maxStorageBufferBindingSize ({gpu.max_binding_bytes} bytes); one kernel "
+                            "binding must hold the whole matrix")
+    buf = gpu.buffer(view.nbytes + 8)
+    gpu.write(buf, view)
+    m = QMatrix(buf, q, rows, cols, name)
+    return _planar(gpu, m) if (gpu.is_cpu if texture is None else texture) else m
+
+
+def _planar(gpu: Any, m: QMatrix) -> QMatrix:
+    """`m` repacked on the GPU into a word texture (planar.wgsl); its raw buffer is dropped."""
+    vt, blk = PLANAR_TEXELS[m.qtype.name], _block(m)
+    blocks = m.rows * (m.cols // blk)
+    scale_base = blocks * vt * 4
+    words = scale_base + blocks
+    if words * 4 > gpu.max_binding_bytes:
+        raise GpuLimitError(f"tensor {m.name or '?'} ({m.rows} x {m.cols} {m.qtype.name}): {words * 4} bytes repacked, "
+                            f"above this adapter's maxStorageBufferBindingSize ({gpu.max_binding_bytes} bytes)")
+    tex = gpu.word_texture(words)
+    out = gpu.buffer(words * 4)
+    prm = gpu.upload(struct.pack("<4I", m.rows, m.cols, m.row_bytes, scale_base))
+    gpu.dispatch(gpu.kernel(__package__, "planar.wgsl", QTYPE=m.qtype.ggml_id, VT=vt, BLK=blk), [m.buf, out, prm],
+                 grid(workgroups(blocks)))
+    gpu.copy_to_texture(out, tex, round_up(words * 4, 16))
+    gpu.flush()
+    return QMatrix(None, m.qtype, m.rows, m.cols, m.name, tex, scale_base)
+
+
+def _block(m: QMatrix) -> int:
+    return 128 if m.qtype.name == "Q1_0" else 32
+
+
+OUT_PLAIN, OUT_SWIGLU, OUT_SPLIT = 0, 1, 2
+_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any]] = weakref.WeakKeyDictionary()
+_TEXTURES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _spare(gpu: Any) -> tuple[Any, Any, Any]:
+    """Tiny buffers bound as y2/y3 and the norm weights when they are not used (auto layouts keep the
+    bindings)."""
+    if gpu not in _SPARES:
+        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16), gpu.buffer(16))
+    return _SPARES[gpu]
+
+
+def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN,
+           norm: bool = False) -> Any:
+    if m.tex is not None:
+        return gpu.kernel(__package__, "matmul_cpu.wgsl", entry=entry, QTYPE=m.qtype.ggml_id,
+                          VT=PLANAR_TEXELS[m.qtype.name], BLK=_block(m), R=CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
+    return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
+                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm)
+
+
+def fuses_norm(m: QMatrix) -> bool:
+    """Whether `dispatch(norm=...)` can fold an RMSNorm of x into this matrix's product (the buffer kernel:
+    its workgroup sums x^2 as rmsnorm.wgsl's does, so the result is the same bits)."""
+    return m.tex is None and WG == rmsnorm.WG
+
+
+def _texture_of(gpu: Any, x: Any, nbytes: int) -> Any:
+    """The word texture the CPU kernel reads `x` through, with `x`'s first nbytes copied in (recorded)."""
+    cache = _TEXTURES.setdefault(gpu, {})
+    entry = cache.get(id(x))
+    if entry is None or entry[1].words * 4 < nbytes:
+        entry = cache[id(x)] = (x, gpu.word_texture(int(x.size) // 4))  # keeps x alive: its id stays its own
+    gpu.copy_to_texture(x, entry[1], round_up(nbytes, 16))
+    return entry[1]
+
+
+def tokens_per_group(t: int, cpu: bool = False) -> int:
+    if t == 1:
+        return 1
+    return CPU_TOKENS if cpu else 8
+
+
+def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: bool = False,
+             out: int = OUT_PLAIN, y2: Any = None, y3: Any = None, x_words: int | None = None,
+             norm: Any = None) -> None:
+    """Record y[t, off + r] (+)= sum_c W[r, c] x[t, c] for t tokens; `prm` holds `m.params(...)`.
+
+    out=OUT_SWIGLU: W's rows are interleaved (gate_i, up_i) and y[t, off + i] = silu(gate_i) * up_i.
+    out=OUT_SPLIT: rows [0, n1) -> y, [n1, n1 + n2) -> y2, the rest -> y3 (n1, n2 in `prm`).
+    x_words: how much of x the t tokens read (x_offset + t * x_stride; default all of x), which the
+    CPU kernel copies into its texture first.
+    norm: the weights of an RMSNorm applied to x first (only where `fuses_norm(m)`; eps in `prm`).
+    """
+    spare = _spare(gpu)
+    if out != OUT_SPLIT:
+        y2, y3 = spare[:2]
+    if norm is not None and not fuses_norm(m):
+        raise ValueError(f"matmul {m.name or '?'}: this kernel cannot fuse an RMSNorm (texture matrix)")
+    if m.tex is not None:
+        tt = tokens_per_group(t, cpu=True)
+        x_tex = _texture_of(gpu, x, 4 * (x_words if x_words is not None else int(x.size) // 4))
+        groups = (workgroups(-(-m.rows // CPU_ROWS)), -(-t // tt))
+        gpu.dispatch(kernel(gpu, m, tt, accum, out=out), [m.tex, x_tex, y, prm, y2, y3], groups)
+        return
+    tt = tokens_per_group(t)
+    rows_per_group = WG // m.lanes
+    groups = (-(-m.rows // rows_per_group), -(-t // tt))
+    gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None),
+                 [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm], groups)
+
+
+def dispatch_embed(gpu: Any, m: QMatrix, ids: Any, y: Any, prm: Any, t: int) -> None:
+    """Record y[t, :] = W[ids[t], :] (dequantised) for t tokens; `prm` holds `m.params(...)`."""
+    groups = (workgroups(m.cols // 32), t)
+    if m.tex is not None:
+        ids_tex = _texture_of(gpu, ids, 4 * t)
+        gpu.dispatch(kernel(gpu, m, 1, entry="embed"), [m.tex, ids_tex, y, prm], groups)
+        return
+    gpu.dispatch(kernel(gpu, m, 1, entry="embed"), [m.buf, ids, y, prm], groups)
+
+
+def interleave_rows(raw: Any, rows_a: int) -> bytes:
+    """Rows of [A; B] (each rows_a rows) reordered to A0, B0, A1, B1, ... (for OUT_SWIGLU).
+
+    Pure Python (one slice per row, joined once) so model loading needs no array library.
+    """
+    view = memoryview(raw).cast("B")
+    if rows_a <= 0 or view.nbytes % (2 * rows_a):
+        raise ValueError(f"interleave_rows: {view.nbytes} bytes do not split into 2 x {rows_a} equal rows")
+    rb = view.nbytes // (2 * rows_a)
+    parts: list[memoryview] = []
+    for i in range(rows_a):
+        parts += (view[i * rb : (i + 1) * rb], view[(rows_a + i) * rb : (rows_a + i + 1) * rb])
+    return b"".join(parts)

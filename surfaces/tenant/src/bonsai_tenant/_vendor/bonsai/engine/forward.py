@@ -1,0 +1,175 @@
+"""The transformer forward on the GPU: records every dispatch of one step into one compute pass."""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from typing import Any
+
+from ..config import ModelConfig
+from ..errors import GpuLimitError
+from ..gpu.backend import GpuBackend
+from ..gpu.params import ParamCache
+from ..kv.api import KVCacheAPI
+from ..ops import argmax, rmsnorm, rope
+from ..ops import matmul as mm
+from .weights import Weights
+
+
+class Activations:
+    """Activation buffers for up to `batch` tokens, allocated once so bind groups are reused."""
+
+    def __init__(self, gpu: Any, cfg: ModelConfig, batch: int) -> None:
+        f = 4
+        self.batch = batch
+        self.ids = gpu.buffer(batch * 4)                        # (batch,) u32 token ids
+        self.x = gpu.buffer(batch * cfg.dim * f)                # (batch, dim) residual stream
+        self.xn = gpu.buffer(batch * cfg.dim * f)               # (batch, dim) normed input
+        self.q = gpu.buffer(batch * cfg.q_dim * f)              # (batch, n_heads, head_dim)
+        self.k = gpu.buffer(batch * cfg.kv_dim * f)             # (batch, n_kv_heads, head_dim)
+        self.v = gpu.buffer(batch * cfg.kv_dim * f)             # (batch, n_kv_heads, head_dim)
+        self.att = gpu.buffer(batch * cfg.q_dim * f)            # (batch, n_heads, head_dim)
+        self.act = gpu.buffer(batch * cfg.ffn_dim * f)          # (batch, ffn_dim)
+        self.logits = gpu.buffer(batch * cfg.vocab_size * f)    # (batch, vocab)
+        self.token = gpu.buffer(4 * (1 + HISTORY))              # (1 + HISTORY,) u32: the argmax of the
+        #                                                         last row, then the resident loop's ids
+
+
+HISTORY = 63  # steps one GPU-resident block may run between readbacks (its ids ride on one KV readback)
+
+
+def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
+    """`batch`, lowered until the widest activation buffer (logits: batch x vocab f32) fits one binding."""
+    row = 4 * max(cfg.vocab_size, cfg.ffn_dim, cfg.q_dim, cfg.dim)
+    if row > max_binding_bytes:
+        raise GpuLimitError(f"one token's activations ({row} bytes for a vocabulary of {cfg.vocab_size}) are above "
+                            f"this adapter's maxStorageBufferBindingSize ({max_binding_bytes} bytes)")
+    return max(1, min(batch, max_binding_bytes // row))
+
+
+class GpuModel:
+    """Weights + activations + the kernels' params; `record(...)` lays down one forward pass."""
+
+    def __init__(self, gpu: GpuBackend, cfg: ModelConfig, weights: Weights, cache: KVCacheAPI, batch: int = 32) -> None:
+        self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
+        self.act = Activations(gpu, cfg, batch)
+        self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
+        self.rope = gpu.buffer(rope.PARAM_BYTES)  # RoPE params, rewritten each step: the position changes
+        self.hist = gpu.buffer(16)  # (1,) u32: where argmax also writes this step's id (act.token[1 + it])
+        self._hist_at = 0
+        # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
+        # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
+        self.submit_every = 10
+        # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
+        # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
+        # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
+        self.fuse_norm = True
+        self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
+        self.replays = 0  # steps replayed so far
+        self._tape: Any = None
+        self._tape_key: tuple | None = None
+
+    def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
+            x_off: int = 0, accum: bool = False) -> None:
+        prm = self.params.block(m.params(t, x_stride, y_stride, y_off, x_off))
+        mm.dispatch(self.gpu, m, x, y, prm, t, accum=accum, x_words=x_off + t * x_stride)
+
+    def record(self, ids: list[int], pos: int, *, all_logits: bool, from_token: bool = False, hist: int = 0,
+               park: bool = False) -> None:
+        """Record the forward of `ids` at positions pos.. ; logits land in act.logits (rows: all or the last).
+
+        Decode steps are taped: while the cache's `step_key` (window count, blocks per window) stays
+        the same, the next step only writes its inputs and replays the taped dispatches, skipping the
+        Python that chose them (bench/NOTES.md). `replay = False` turns this off.
+
+        GPU-resident decoding: from_token=True embeds the id the last step's argmax left in act.token[0]
+        (one position; `ids` is not read), the argmax also lands in act.token[1 + hist], and park=True
+        moves the step's staged KV rows aside (`KVCache.park`) so the next step needs no readback first.
+        """
+        c, a, g, t = self.cfg, self.act, self.gpu, len(ids)
+        assert 0 < t <= a.batch and (t == 1 or not from_token) and 0 <= hist < HISTORY
+        key = self._step_key(pos, t, all_logits, from_token)
+        if not from_token:
+            g.write(a.ids, array("I", ids))
+        if hist != self._hist_at:
+            g.write(self.hist, array("I", [hist]))
+            self._hist_at = hist
+        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
+                                       c.n_heads, c.rms_eps))
+        self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
+        if key is not None and key == self._tape_key:
+            self.cache.replay_appends(pos, t)
+            g.replay(self._tape)
+            self.replays += 1
+        else:
+            if key is not None:
+                g.start_tape()
+            self._record_dispatches(pos, t, all_logits, from_token)
+            if key is not None:
+                self._tape = g.stop_tape()
+                self._tape_key = key if self._tape is not None else None
+        if park:
+            self.cache.park()
+
+    def _step_key(self, pos: int, t: int, all_logits: bool, from_token: bool) -> tuple | None:
+        """Equal keys: equal dispatch lists (None: do not tape or replay this step)."""
+        if not self.replay or t != 1:
+            return None
+        kv = self.cache.step_key(pos, t, self.cfg.n_heads)
+        return None if kv is None else (all_logits, from_token, self.submit_every, self.fuse_norm, kv)
+
+    def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
+        c, a, g = self.cfg, self.act, self.gpu
+        e = self.w.embed
+        mm.dispatch_embed(g, e, a.token if from_token else a.ids, a.x, self.params.block(e.params(t, 0, c.dim)), t)
+        norm_prm = self.params.block(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
+        for layer, lw in enumerate(self.w.layers):
+            if self.submit_every and layer and layer % self.submit_every == 0:
+                g.flush()
+            if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm in it, where the kernel can)
+                m = lw.qkv[0]
+                fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
+                if not fused:
+                    rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
+                prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=c.rms_eps if fused else 0.0))
+                mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
+                            x_words=t * c.dim, norm=lw.attn_norm if fused else None)
+            else:
+                rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
+                for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
+                    self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
+            rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
+                          qk_norm=c.qk_norm, head_dim=c.head_dim)
+            self.cache.append(layer, a.k, a.v, pos, t)
+            self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
+            self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
+            m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul (and the norm)
+            fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
+            if not fused:
+                rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
+            prm = self.params.block(m.params(t, c.dim, c.ffn_dim, eps=c.rms_eps if fused else 0.0))
+            mm.dispatch(g, m, a.x if fused else a.xn, a.act, prm, t, out=mm.OUT_SWIGLU, x_words=t * c.dim,
+                        norm=lw.ffn_norm if fused else None)
+            self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
+        out = self.w.output
+        if all_logits:
+            rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
+            self._mm(out, a.xn, a.logits, t, x_stride=c.dim, y_stride=c.vocab_size)
+        else:  # only the last token's logits: normalise all rows (cheap), project row t-1
+            rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
+            self._mm(out, a.xn, a.logits, 1, x_stride=c.dim, y_stride=c.vocab_size, x_off=(t - 1) * c.dim)
+        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)), self.hist)
+
+    def read_logits(self, rows: int) -> memoryview[float]:
+        """The first `rows` rows of logits: a read-only f32 memoryview shaped (rows, vocab)."""
+        v = self.cfg.vocab_size
+        return memoryview(self.gpu.read(self.act.logits, rows * v * 4)).cast("f", (rows, v))
+
+    def read_token(self) -> int:
+        """The argmax id of the last row (written by the argmax kernel)."""
+        return self.token_from(self.gpu.read(self.act.token, 4))
+
+    @staticmethod
+    def token_from(raw: bytes) -> int:
+        """The token id in the 4 bytes read back from `act.token`."""
+        return int(struct.unpack("<I", raw)[0])

@@ -1,0 +1,196 @@
+"""What both GPU backends share: compiled-kernel and bind-group caches, one open encoder and compute
+pass that dispatches are recorded into, submitting, and taping a step's dispatches for replay.
+
+A backend subclasses `Recorder` and supplies the API calls (`_compile`, `_create_bind_group`,
+`_create_encoder`, `_begin_pass`, `_pass_ops`, `_submit`); everything else (the order of work, what
+a write or read does to an open tape) is decided here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import GpuLimitError
+from . import shaders
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, KernelCache, WordTexture, texture_rows
+from .limits import Limits
+
+_COPY_TO_TEXTURE = object()  # marks a tape entry that copies a buffer into a texture
+
+
+class Recorder:
+    """Records dispatches into one open compute pass; `flush` submits them."""
+
+    limits: Limits
+    adapter: Any  # .info: a mapping with "adapter_type" among others
+
+    def __init__(self) -> None:
+        self._kernels = KernelCache()
+        self._bind_groups: dict[tuple, Any] = {}
+        self._encoder: Any = None
+        self._pass: Any = None
+        self._ops: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None = None
+        self.dispatch_count = 0
+        self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
+        self._tape_clean = True  # no write, read or copy happened while taping
+
+    @property
+    def max_binding_bytes(self) -> int:
+        return self.limits.max_binding_bytes
+
+    @property
+    def is_cpu(self) -> bool:
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
+
+    @staticmethod
+    def _bind_entries(resources: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Bind-group entries 0.. for buffers and word textures (their views), as both APIs take them."""
+        return [{"binding": i, "resource": r.view if isinstance(r, WordTexture) else {"buffer": r}}
+                for i, r in enumerate(resources)]
+
+    # ---- what a backend supplies ----------------------------------------------------------
+    def _compile(self, name: str, code: str, entry: str) -> Any:
+        """A compute pipeline for WGSL `code` (raise ShaderError naming `name` on failure)."""
+        raise NotImplementedError
+
+    def _create_bind_group(self, name: str, pipeline: Any, buffers: tuple[Any, ...]) -> Any:
+        raise NotImplementedError
+
+    def _create_encoder(self) -> Any:
+        raise NotImplementedError
+
+    def _begin_pass(self, encoder: Any) -> Any:
+        raise NotImplementedError
+
+    def _pass_ops(self, compute_pass: Any) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+        """(set_pipeline, set_bind_group, dispatch_workgroups) of an open pass."""
+        raise NotImplementedError
+
+    def _submit(self, encoder: Any) -> None:
+        raise NotImplementedError
+
+    def _create_texture(self, rows: int) -> WordTexture:
+        raise NotImplementedError
+
+    def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
+                                width: int) -> None:
+        """Texels [0, width) of rows [first_row, first_row + rows) <- the same bytes of `buf`."""
+        raise NotImplementedError
+
+    # ---- word textures ---------------------------------------------------------------------
+    def word_texture(self, words: int) -> WordTexture:
+        """A zero-filled word texture holding at least `words` u32 words (whole rows of TEXTURE_ROW_WORDS)."""
+        rows = texture_rows(words)
+        if rows > self.limits.max_texture_rows:
+            raise GpuLimitError(f"a texture of {words} words needs {rows} rows, above this adapter's "
+                                f"maxTextureDimension2D ({self.limits.max_texture_rows})")
+        return self._create_texture(rows)
+
+    def copy_to_texture(self, buf: Any, tex: WordTexture, nbytes: int, offset: int = 0) -> None:
+        """Record: bytes [offset, offset + nbytes) of `buf` -> the same words of `tex` (offset a multiple of
+        TEXTURE_ROW_BYTES, nbytes of 16). Part of a tape: replaying it copies again, as a dispatch reads again."""
+        first = offset // TEXTURE_ROW_BYTES
+        full, rest = divmod(nbytes, TEXTURE_ROW_BYTES)
+        self._end_pass()
+        encoder = self._open_encoder()
+        pieces = [(first, full, TEXTURE_ROW_WORDS // 4)] if full else []
+        if rest:
+            pieces.append((first + full, 1, -(-rest // 16)))
+        for first_row, rows, width in pieces:
+            self._encode_copy_to_texture(encoder, buf, tex, first_row, rows, width)
+            if self._tape is not None:
+                self._tape.append((_COPY_TO_TEXTURE, buf, tex, first_row, rows, width))
+
+    # ---- kernels and dispatches ----------------------------------------------------------
+    def kernel(self, package: str, filename: str, entry: str = "main", **constants: object) -> Kernel:
+        """Compile (once) the WGSL file `filename` of `package` with its `{{NAME}}` constants filled."""
+        cached = self._kernels.get(package, filename, entry, constants)
+        if cached is not None:
+            return cached
+        name = f"{package}/{filename}"
+        code = shaders.render(shaders.load_source(package, filename), constants, name=name)
+        kernel = Kernel(name, self._compile(name, code, entry))
+        return self._kernels.put(package, filename, entry, constants, kernel)
+
+    def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:
+        """Record one dispatch; `buffers[i]` is bound at @group(0) @binding(i)."""
+        if isinstance(groups, int):
+            groups = (groups,)
+        if max(groups) > self.limits.max_groups:
+            self.limits.check_groups(kernel.name, groups)
+        key = (id(kernel.pipeline), *map(id, buffers))
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            self.limits.check_bindings(kernel.name, (int(b.size) for b in buffers))
+            bind_group = self._create_bind_group(kernel.name, kernel.pipeline, tuple(buffers))
+            # keep the buffers alive with the bind group so ids cannot be reused while cached
+            self._bind_groups[key] = bind_group
+            self._bind_groups[(key, "refs")] = tuple(buffers)
+        self._record(kernel.pipeline, bind_group, groups)
+        if self._tape is not None:
+            self._tape.append((kernel.pipeline, bind_group, groups))
+
+    def _record(self, pipeline: Any, bind_group: Any, groups: tuple[int, ...]) -> None:
+        if self._pass is None:
+            self._pass = self._begin_pass(self._open_encoder())
+            self._ops = self._pass_ops(self._pass)
+        assert self._ops is not None
+        set_pipeline, set_bind_group, dispatch_workgroups = self._ops
+        set_pipeline(pipeline)
+        set_bind_group(0, bind_group)
+        dispatch_workgroups(*groups)
+        self.dispatch_count += 1
+
+    def forget_bindings(self) -> None:
+        """Drop cached bind groups (call after freeing many buffers)."""
+        self._bind_groups.clear()
+
+    def flush(self) -> None:
+        """Submit everything recorded so far."""
+        if self._tape is not None:
+            self._tape.append(None)
+        if self._encoder is None:
+            return
+        self._end_pass()
+        encoder, self._encoder = self._encoder, None
+        self._submit(encoder)
+
+    # ---- taping: record a step's dispatches once, replay them while the step's shape holds ----------
+    def start_tape(self) -> None:
+        """Remember every dispatch (and flush) from now on, for `replay`."""
+        self._tape, self._tape_clean = [], True
+
+    def stop_tape(self) -> list[Any] | None:
+        """The dispatches since `start_tape`, or None if a write, read or copy came between them (their
+        data would not be replayed)."""
+        tape, self._tape = self._tape, None
+        return tape if self._tape_clean else None
+
+    def _untaped(self) -> None:
+        """A write, read or copy: a tape being made now cannot be replayed (its data would be missing)."""
+        if self._tape is not None:
+            self._tape_clean = False
+
+    def replay(self, tape: list[Any]) -> None:
+        """Record the taped dispatches again: same pipelines, bind groups and sizes, no Python per op."""
+        for entry in tape:
+            if entry is None:
+                self.flush()
+            elif entry[0] is _COPY_TO_TEXTURE:
+                self._end_pass()
+                self._encode_copy_to_texture(self._open_encoder(), *entry[1:])
+            else:
+                self._record(*entry)
+
+    # ---- encoder and pass ---------------------------------------------------------------
+    def _open_encoder(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self._create_encoder()
+        return self._encoder
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = self._ops = None

@@ -1,0 +1,310 @@
+"""Driver of the windowed online-softmax attention kernels (fold per window, then finalize).
+
+`Attention.record` folds a list of windows, in increasing position order, into a state buffer
+and then writes `acc / l` to the output. The invariant that makes any windowing bit-identical to
+one whole-cache window is written in `serial.wgsl` (and, for the blocks variant, in
+`blocks.wgsl`), where the state is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ...gpu.backend import WordTexture
+from ...gpu.limits import MAX_GROUPS, grid, workgroups
+from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
+from ..errors import KVError
+from ..format.modes import Mode, get_mode
+from ..format.rows import FORMATS, decode_constants
+
+
+@dataclass(frozen=True)
+class Mutations:
+    """Deliberate bugs, for the tests and `bonsai verify attention` only; all off in the runtime."""
+
+    drop_boundary: bool = False  # (1) skip the first position of every window after the first
+    overlap: bool = False  # (2) start every later window one position early (counted twice)
+    normalise_each_window: bool = False  # (3) acc /= l, l = 1 at each window boundary
+    pos_base_zero: bool = False  # (4) run the query at pos_base = 0
+    gqa_modulo: bool = False  # (5) KV head h % n_kv instead of h // (n_heads / n_kv)
+    causal_plus_one: bool = False  # (6) let token i see position pos_base + i + 1
+
+
+NO_MUTATIONS = Mutations()
+
+# Two kernels of one family (same parameters, window descriptors and state layout), both keeping the
+# invariant; the tests run both.
+# "serial": one invocation per (token, head) folds the window's positions (serial.wgsl).
+# "blocks": blocks.wgsl folds every BLOCK-position block of a window in parallel (one
+# workgroup per block and (token, head)), then merge_blocks.wgsl merges them in block order; blocks
+# are aligned to absolute positions and an open block's fold is carried in the state, so the
+# invariant holds for any windowing (see blocks.wgsl). Two dispatches per window.
+VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
+BLOCK = 64  # positions per block of the "blocks" variant
+# Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
+# least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
+# silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
+# limit reports it. A fold dispatch that ran longer computed wrong attention past ~500 positions there.
+# So one dispatch folds at most `Attention.max_span` positions, and longer windows are cut into pieces.
+LOOP_BUDGET = 65535
+
+
+def default_variant(gpu: Any, head_dim: int = 64) -> str:
+    """"serial" on CPU adapters (lavapipe: barriers are slow there), else "blocks" (bench/NOTES.md:
+    on the H200 it decoded ~2x faster than the earlier one-workgroup-per-(token, head) kernel with the
+    same window at 1K context, and attended ~17x faster at 32K). "serial" too where a workgroup of
+    head_dim invocations (the blocks kernels') is above the adapter's limit."""
+    if gpu.is_cpu or head_dim > gpu.limits.max_invocations:
+        return "serial"
+    return "blocks"
+
+
+NO_RESIDUAL = 0xFFFFFFFF  # Window.res_start of a window without f32 residual rows
+
+
+@dataclass(frozen=True)
+class Window:
+    """Absolute positions [start, end) read from buffers k/v whose row 0 is position buf_base."""
+
+    k: Any
+    v: Any
+    start: int
+    end: int
+    buf_base: int = 0
+    k_off: int = 0  # words
+    v_off: int = 0  # words
+    residual: bool = False  # grouped-K modes: K rows are the f32 residual (newest partial group)
+    # blocks variant, modes with a V residual (q4res): positions from res_start on are f32 rows of `res`
+    # (row 0 = res_start; V rows from word res_v_off), folded in the same dispatch (`Attention.pieces`)
+    res: Any = None
+    res_start: int = NO_RESIDUAL
+    res_v_off: int = 0
+
+
+def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[tuple[int, int]]:
+    """Consecutive [start, end) ranges of `size` positions covering [0, kv_len)."""
+    ranges = [(s, min(s + size, kv_len)) for s in range(0, kv_len, size)]
+    if mutations.drop_boundary:
+        ranges = [(s + (i > 0), e) for i, (s, e) in enumerate(ranges)]
+    if mutations.overlap:
+        ranges = [(s - (i > 0), e) for i, (s, e) in enumerate(ranges)]
+    return ranges
+
+
+class Attention:
+    """Records attention for one shape: n_heads query heads over n_kv KV heads of head_dim, `mode` rows."""
+
+    def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str | Mode,
+                 mutations: Mutations = NO_MUTATIONS, params: ParamCache | None = None,
+                 variant: str = "auto", step: StepParams | None = None) -> None:
+        m = get_mode(mode) if isinstance(mode, str) else mode
+        if n_heads % n_kv:
+            raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv})")
+        self.gpu, self.n_heads, self.n_kv, self.head_dim, self.mode = gpu, n_heads, n_kv, head_dim, m
+        self.mutations = mutations
+        self.params = params or ParamCache(gpu)
+        # step: call and window parameters in buffers rewritten per call (bind groups reused across
+        # decode steps); None: one immutable buffer per distinct content (ParamCache)
+        self.step = step
+        self.variant = default_variant(gpu, head_dim) if variant == "auto" else variant
+        self.block = BLOCK  # read at construction, so a test can shrink it
+        self.folds = 2 if self.variant == "blocks" else 1  # state.wgsl: MAIN (and the blocks' PARTIAL)
+        self.fold_floats = head_dim + 2  # one fold: m, l, acc[head_dim]
+        self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
+        if self.variant not in VARIANTS:
+            raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
+        if self.variant == "blocks" and head_dim > gpu.limits.max_invocations:
+            raise KVError(f"blocks attention runs head_dim ({head_dim}) invocations per workgroup, above this "
+                          f"adapter's maxComputeInvocationsPerWorkgroup ({gpu.limits.max_invocations}); use 'serial'")
+        # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
+        # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
+        self.combines = self.variant == "blocks" and m.v_residual
+        self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
+        # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
+        # has a residual too) by a kernel of its own: same state, same order
+        self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
+        if self.variant == "blocks":
+            self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
+            self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, fold_floats] f32
+        self.finalize = gpu.kernel(__package__, "finalize.wgsl", HEAD_DIM=head_dim, FOLDS=self.folds)
+        self.rotate = None
+        if m.rotate_k:
+            self.rotate = gpu.kernel(__package__, "rotate_query.wgsl", HEAD_DIM=head_dim,
+                                     INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
+        self._qr: Any = None
+        self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
+
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False) -> Any:
+        mu = self.mutations
+        consts = decode_constants(kf, vf, self.head_dim)
+        if self.variant == "blocks":
+            consts["BLOCK"] = self.block
+            if filename is None:
+                consts["RESIDUAL"] = residual
+        return self.gpu.kernel(
+            __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
+            MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
+        )
+
+    def fold_shape(self, win: Window) -> int:
+        """What of window `win` sizes its fold dispatches (beyond n_q): blocks -> the blocks it touches,
+        serial -> nothing (0)."""
+        if self.variant == "blocks":
+            return -(-win.end // self.block) - win.start // self.block
+        return 0
+
+    def max_span(self, n_q: int) -> int:
+        """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
+
+        serial: an invocation loops head_dim / 2 + 2 times per position (the dot product with K, the
+        update of acc, four dimensions each), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
+        the merge loops once per block of the dispatch, the blocks of a dispatch are one workgroup
+        dimension (<= MAX_GROUPS), and the block folds (`_part`) must fit one storage binding.
+        """
+        if self.variant == "serial":  # two loops of head_dim / 4 per position (four dimensions at a time)
+            per_position, fixed = self.head_dim // 2 + 4, self.head_dim + 64
+            return max(1, (LOOP_BUDGET - fixed) // per_position)
+        part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
+        blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
+        if blocks < 1:
+            raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
+                          f"({part_row} bytes) exceed this adapter's maxStorageBufferBindingSize "
+                          f"({self.gpu.max_binding_bytes} bytes); use fewer tokens per step")
+        return blocks * self.block
+
+    def pieces(self, windows: list[Window], n_q: int) -> list[Window]:
+        """`windows` cut at the multiples of `max_span(n_q)` inside them (absolute positions).
+
+        The state carries the fold from one dispatch to the next, so folding the pieces one after the
+        other gives the same bits as one dispatch over the window (the invariant). Cutting at absolute
+        multiples keeps a blocks-variant piece within span / BLOCK blocks. Where the main kernel folds
+        residual rows (`combines`), a residual piece becomes one of its windows, joined to the quantised
+        piece just before it when both lie within one span: one fold and one merge for both.
+        """
+        span = self.max_span(n_q)
+        out: list[Window] = []
+        for w in windows:
+            cuts = range(w.start - w.start % span + span, w.end, span)
+            edges = [w.start, *cuts, w.end]
+            for a, b in zip(edges, edges[1:], strict=False):
+                piece = dataclasses.replace(w, start=a, end=b) if cuts else w
+                if not (self.combines and piece.residual):
+                    out.append(piece)
+                elif out and self._joins(out[-1], piece, span):
+                    out[-1] = dataclasses.replace(out[-1], end=piece.end, res=piece.k, res_start=piece.start,
+                                                  res_v_off=piece.v_off)
+                else:  # the residual alone, still through the main kernel (all its positions from res_start on)
+                    out.append(dataclasses.replace(piece, residual=False, res=piece.k, res_start=piece.buf_base,
+                                                   res_v_off=piece.v_off))
+        return out
+
+    @staticmethod
+    def _joins(prev: Window, res: Window, span: int) -> bool:
+        """Whether residual piece `res` can join the quantised piece `prev` in one window: `prev` ends where
+        the residual's rows start and both lie within one span."""
+        if res.k is not res.v or res.k_off:
+            raise KVError("attention: a V-residual window must hold K then V rows of one buffer from word 0")
+        return (prev.res is None and not prev.residual and prev.end == res.start == res.buf_base
+                and prev.start // span == (res.end - 1) // span)
+
+    def state_bytes(self, n_q: int) -> int:
+        """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""
+        return n_q * self.n_heads * self.fold_floats * 4 * self.folds
+
+    def call_params(self, pos_base: int, n_q: int) -> Any:
+        """The (cached) parameter buffer of one attention call."""
+        if self.mutations.pos_base_zero:
+            pos_base = 0
+        scale = self.scale_bits
+        if self.step is not None:
+            return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
+        return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
+
+    def window_params(self, win: Window, first: bool, index: int | None = None, last: bool = False) -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`; `last`:
+        the call's last window, whose merge writes the output in the blocks variant)."""
+        flags = int(first) | (2 if last and self.variant == "blocks" else 0)
+        if self.step is not None and index is not None:
+            return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
+                                 flags, win.res_start, win.res_v_off)
+        return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, flags, win.res_start,
+                               win.res_v_off)
+
+    def plan(self, windows: list[Window], pos_base: int, n_q: int) -> list[Window]:
+        """The call's pieces (`pieces`), with every parameter buffer the call reads made (or rewritten) now,
+        so that recording it writes nothing."""
+        out = self.pieces(windows, n_q)
+        for i, win in enumerate(out):
+            self.window_params(win, i == 0, i, i == len(out) - 1)
+        self.call_params(pos_base, n_q)
+        return out
+
+    def begin(self, q_buf: Any, pos_base: int, n_q: int) -> Any:
+        """Prepare a call: returns the query buffer the folds read (rotated for q4r)."""
+        params = self.call_params(pos_base, n_q)
+        if self.rotate is None:
+            return q_buf
+        nbytes = n_q * self.n_heads * self.head_dim * 4
+        if self._qr is None or self._qr.size < nbytes:
+            self._qr = self.gpu.buffer(nbytes)
+        self.gpu.dispatch(self.rotate, [params, q_buf, self._qr], (workgroups(n_q * self.n_heads),))
+        return self._qr
+
+    def fold_window(self, q: Any, state: Any, pos_base: int, n_q: int, win: Window, first: bool,
+                    index: int | None = None, out: Any = None, last: bool = False) -> None:
+        """Fold the positions of `win` (at most `max_span(n_q)` of them) into `state`, in increasing order.
+        Blocks variant: `out` is bound to every merge, and the call's `last` window's merge writes it."""
+        span = self.max_span(n_q)
+        if win.end - win.start > span or (win.end - 1) // span != win.start // span:
+            raise KVError(f"attention: a fold of positions [{win.end}, {win.start}) crosses a multiple of the "
+                          f"{span} one dispatch may cover; cut windows with `pieces`")
+        params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
+        n = n_q * self.n_heads
+        fold = self.fold_residual if win.residual else self.fold
+        if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
+            kt, vt = self._texture(win.k), self._texture(win.v)
+            self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
+            return
+        if n > MAX_GROUPS:
+            raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
+                          f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
+        blocks = self.fold_shape(win)
+        need = n * blocks * self.fold_floats * 4
+        if self._part is None or self._part.size < need:
+            self._part = self.gpu.buffer(need)
+        if out is None:
+            raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
+        rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows], (blocks, n))
+        self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
+
+    def _texture(self, rows: Any) -> WordTexture:
+        """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per
+        slot, refreshed where rows changed), or a buffer's whole content copied into one (recorded)."""
+        if isinstance(rows, WordTexture):
+            return rows
+        entry = self._textures.get(id(rows))
+        if entry is None:
+            entry = self._textures[id(rows)] = (rows, self.gpu.word_texture(int(rows.size) // 4))
+        self.gpu.copy_to_texture(rows, entry[1], int(rows.size))
+        return entry[1]
+
+    def finish(self, state: Any, out_buf: Any, pos_base: int, n_q: int) -> None:
+        """out = acc / l (the serial variant; in the blocks variant the last window's merge wrote it)."""
+        if self.variant == "blocks":
+            return
+        params = self.call_params(pos_base, n_q)
+        self.gpu.dispatch(self.finalize, [params, state, out_buf], grid(workgroups(n_q * self.n_heads * self.head_dim)))
+
+    def record(self, q_buf: Any, out_buf: Any, state: Any, pos_base: int, n_q: int,
+               windows: list[Window]) -> None:
+        """Record the whole call: fold every window in order (cut into `pieces`), then finalize."""
+        windows = self.plan(windows, pos_base, n_q)  # parameter buffers before recording dispatches
+        q = self.begin(q_buf, pos_base, n_q)
+        for i, win in enumerate(windows):
+            self.fold_window(q, state, pos_base, n_q, win, i == 0, i, out_buf, i == len(windows) - 1)
+        self.finish(state, out_buf, pos_base, n_q)
+

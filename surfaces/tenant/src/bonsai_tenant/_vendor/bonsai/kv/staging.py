@@ -1,0 +1,135 @@
+"""Rows on their way from the GPU to the host master: one staging buffer, read back once per sync.
+
+The store kernel writes every appended position's rows (and one validity flag per row) into the
+staging area; grouped modes also copy each group the group kernel quantised there. `readback`
+brings everything booked since the last one back in a single read, validates every row before any
+is committed, and hands the rows over in booking order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..gpu.backend import round_up
+from .errors import KVError, NonFiniteKVError
+from .layout import Layout
+
+ALSO_BYTES = 256  # room at the end of the staging buffer for `readback(also=...)`
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Rows booked into staging: `n` positions of `layer` from `pos`, K block at word `word`, then V.
+
+    group=False: rows as the store kernel writes them, with 2 * n * n_kv flags from `flag`.
+    group=True: a whole group of quantised rows copied from its slot (no flags).
+    """
+
+    layer: int
+    pos: int
+    n: int
+    word: int
+    flag: int
+    k_words: int  # per position
+    v_words: int  # per position
+    group: bool = False
+
+    @property
+    def words(self) -> int:
+        return self.n * (self.k_words + self.v_words)
+
+
+class Staging:
+    """The staging and flag buffers of one device, and the entries booked since the last readback."""
+
+    def __init__(self, gpu: Any, layout: Layout, requested_positions: int) -> None:
+        self.gpu, self.layout = gpu, layout
+        mode, n_kv = layout.mode, layout.n_kv
+        # per appended position and layer: the rows as stored, and (grouped) at most one position of a
+        # quantised group (K, and V when V has a residual)
+        group_words = (layout.k_words + (layout.v_words if mode.v_residual else 0)) if mode.grouped else 0
+        per_position = layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words + 2 * n_kv) * 4
+        limit = gpu.max_binding_bytes
+        self.positions = max(1, min(requested_positions, (limit - ALSO_BYTES - layout.group * per_position)
+                                    // per_position))
+        self.capacity = self.positions * layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words)
+        self.capacity += layout.group * layout.n_layers * group_words  # a group filled by the step's first row
+        self.flag_capacity = self.positions * layout.n_layers * 2 * n_kv
+        self.buffer = gpu.buffer((self.capacity + self.flag_capacity) * 4 + ALSO_BYTES)
+        self.flags = gpu.buffer(self.flag_capacity * 4)
+        self.pending: list[Entry] = []
+        self.used_words = self.used_flags = 0
+
+    def room_for(self, words: int, flags: int = 0) -> bool:
+        return self.used_words + words <= self.capacity and self.used_flags + flags <= self.flag_capacity
+
+    def book_rows(self, layer: int, pos: int, n: int) -> Entry:
+        """Book rows [pos, pos+n) of `layer` as the store kernel writes them (it writes them there)."""
+        lay = self.layout
+        return self._book(Entry(layer, pos, n, self.used_words, self.used_flags, lay.stored_k_words,
+                                lay.stored_v_words), 2 * n * lay.n_kv)
+
+    def book_group(self, layer: int, g0: int) -> Entry:
+        """Book the quantised rows of the group starting at g0 (copied from its slot by the caller)."""
+        lay = self.layout
+        v = lay.v_words if lay.mode.v_residual else 0
+        return self._book(Entry(layer, g0, lay.group, self.used_words, self.used_flags, lay.k_words, v, True), 0)
+
+    def _book(self, entry: Entry, flags: int) -> Entry:
+        if not self.room_for(entry.words, flags):
+            raise KVError(f"staging area full ({self.used_words} of {self.capacity} words): sync the host first")
+        self.pending.append(entry)
+        self.used_words += entry.words
+        self.used_flags += flags
+        return entry
+
+    def readback(self, also: tuple[Any, int] | None = None) -> tuple[list[tuple[Entry, memoryview, memoryview]], bytes]:
+        """([(entry, K rows, V rows)] in booking order, the `also` bytes): one read of everything booked.
+
+        Raises NonFiniteKVError naming the first flagged row; nothing is returned for commit then.
+        """
+        if also is not None and not 0 < also[1] <= ALSO_BYTES:
+            raise KVError(f"sync_host(also=...) carries 1..{ALSO_BYTES} bytes, got {also[1]}")
+        if not self.pending:
+            return [], (self.gpu.read(also[0], also[1]) if also is not None else b"")
+        pending, self.pending = self.pending, []
+        used_words, used_flags = self.used_words, self.used_flags
+        self.used_words = self.used_flags = 0
+        self.gpu.copy(self.flags, 0, self.buffer, used_words * 4, used_flags * 4)
+        tail = (used_words + used_flags) * 4
+        if also is not None:
+            self.gpu.copy(also[0], 0, self.buffer, tail, round_up(also[1], 4))
+        raw = self.gpu.read(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0))
+        extra = raw[tail: tail + also[1]] if also is not None else b""
+        data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4: tail].cast("I")
+        return self.rows(pending, data, flags), extra
+
+    def take(self) -> tuple[list[Entry], int, int]:
+        """(entries, words, flags) booked since the last readback, which the caller moves elsewhere on the
+        GPU (`Handover.park`); staging is empty afterwards."""
+        pending, used = self.pending, (self.used_words, self.used_flags)
+        self.pending, self.used_words, self.used_flags = [], 0, 0
+        return pending, *used
+
+    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview) -> list[tuple[Entry, memoryview, memoryview]]:
+        """[(entry, K rows, V rows)] of `pending` from the staged words `data` and their `flags` as read
+        back; every flag is checked before anything is returned (NonFiniteKVError)."""
+        for e in pending:  # validate everything before committing anything
+            if not e.group:
+                self._check_flags(e, flags[e.flag: e.flag + 2 * e.n * self.layout.n_kv])
+        out = []
+        for e in pending:
+            k_end = (e.word + e.n * e.k_words) * 4
+            out.append((e, data[e.word * 4: k_end], data[k_end: (e.word + e.words) * 4]))
+        return out
+
+    def _check_flags(self, e: Entry, f: memoryview) -> None:
+        if f.tobytes().count(0) == f.nbytes:
+            return
+        n_kv = self.layout.n_kv
+        i = next(j for j, word in enumerate(f) if word)
+        kind, row = ("K", i) if i < e.n * n_kv else ("V", i - e.n * n_kv)
+        why = "a NaN/inf value" if f[i] == 1 else "a magnitude beyond the format's f16 scale"
+        raise NonFiniteKVError(f"layer {e.layer} position {e.pos + row // n_kv} {kind} head {row % n_kv}: {why}; "
+                               "the rows appended since the last sync were not cached")

@@ -1,0 +1,79 @@
+"""GPU driver of `store.wgsl`: write f32 K/V rows from model buffers into the cache's row formats."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...gpu.limits import grid, workgroups
+from ...gpu.params import ParamCache, f32_literal
+from ..format.modes import MODES, Mode, get_mode
+from ..format.rows import FORMATS, RowFormat, format_constants
+
+
+def k_limit(f: RowFormat) -> float:
+    """|x| at or above which rows kept in f32 for later quantisation to `f` could not be (the store
+    kernel flags them): 65520 for asymmetric formats (the f16 min), else 7 * 65520 (the 4-bit scale)."""
+    return 65520.0 if f.asym else 7 * 65520.0
+
+
+class Store:
+    """Records the store kernel for one (n_kv_heads, head_dim, mode); grouped K is stored as f32."""
+
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None,
+                 k_only: bool = False):
+        m = get_mode(mode) if isinstance(mode, str) else mode
+        self.gpu, self.n_kv, self.head_dim, self.mode = gpu, n_kv, head_dim, m
+        self.k_words, self.v_words = m.k_store.row_words(head_dim), m.v_store.row_words(head_dim)
+        self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
+        self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
+        self.params = params or ParamCache(gpu)
+        # f32 rows are copied by a workgroup per row (`main_f32`); rows to quantise by an invocation each
+        self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
+        self.kernel, self.kernel_also = (gpu.kernel(
+            __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main", HEAD_DIM=head_dim, N_KV=n_kv,
+            ROTATE_K=m.rotate_k, ALSO=also,
+            INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
+            K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
+            V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
+            **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
+        ) for also in (False, self.f32_rows))
+        self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
+
+    def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
+               src_pos: int = 0, also: tuple[Any, Any] | None = None) -> None:
+        """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags.
+
+        also=(buffer, words), f32 rows only: the same words into `buffer` too, K rows from word words[0]
+        and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter)."""
+        rows = self.halves * n * self.n_kv
+        params = self.params.get(n, dst_word, flag_base, src_pos)
+        if not self.f32_rows:
+            if also is not None:
+                raise ValueError("Store.record(also=...): only f32 rows are copied twice")
+            self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], (workgroups(rows),))
+            return
+        kernel, (dst2, d2) = (self.kernel, self._spares) if also is None else (self.kernel_also, also)
+        self.gpu.dispatch(kernel, [params, k_buf, v_buf, dst, flags, dst2, d2], grid(rows))
+
+
+class GroupStore:
+    """Records `group.wgsl`: one full group of f32 K rows -> c4 / c4a rows (per-channel scales)."""
+
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None, fmt: str = "c4"):
+        self.gpu, self.n_kv, self.head_dim = gpu, n_kv, head_dim
+        self.fmt = FORMATS[fmt]
+        self.group = self.fmt.group
+        self.row_words = self.fmt.row_words(head_dim)
+        self.params = params or ParamCache(gpu)
+        self.kernel = gpu.kernel(__package__, "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group,
+                                 ROW_WORDS=self.row_words, ASYM=self.fmt.asym)
+
+    def record(self, src: Any, src_word: int, dst: Any, dst_word: int) -> None:
+        """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word."""
+        params = self.params.get(src_word, dst_word, 0, 0)
+        n = self.n_kv * self.head_dim // 8
+        self.gpu.dispatch(self.kernel, [params, src, dst], (workgroups(n),))
+
+
+__all__ = ["MODES", "Store"]

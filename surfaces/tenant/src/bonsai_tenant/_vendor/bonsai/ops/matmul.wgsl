@@ -1,0 +1,212 @@
+// Quantised matmul y[t, r] (+)= sum_c W[r, c] * x[t, c], reading GGML blocks straight from u32 words,
+// and (entry point `embed`) the embedding lookup y[t, :] = W[id_t, :] sharing the same dequantiser.
+// Both entries live here to share the dequantiser. Work split: a workgroup owns ROWS = WG / LANES
+// rows x TT tokens; LANES threads stride over a row's 32-weight chunks, then reduce in shared memory.
+// f16 is unpacked with unpack2x16float (no shader-f16). 18/34-byte blocks are only 2-byte aligned,
+// so 32-bit words are assembled from two halves (`word_at`); buffers carry >= 1 word of padding.
+
+const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
+const WG: u32 = {{WG}}u;
+const LANES: u32 = {{LANES}}u;   // threads per row (power of two dividing WG)
+const ROWS: u32 = WG / LANES;
+const TT: u32 = {{TT}}u;         // tokens per workgroup
+const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
+// OUT 0: y[t, y_off + r]. OUT 1 (SwiGLU): rows come in (gate_i, up_i) pairs 2i, 2i+1 and
+// y[t, y_off + i] = silu(gate_i) * up_i. OUT 2 (split): rows [0, n1) -> y (t, n1),
+// [n1, n1 + n2) -> y2 (t, n2), the rest -> y3 (t, n - n1 - n2): Q, K and V from one dispatch.
+const OUT: u32 = {{OUT}}u;
+// NORM: x is the residual stream and the kernel multiplies by RMSNorm(x) * nw instead (the norm that
+// used to be its own dispatch): each workgroup sums x^2 per token exactly as rmsnorm.wgsl does (WG = 64
+// invocations, the same strided partial sums and the same tree), so the normed values are the bits the
+// norm kernel wrote, and (x * scale) * nw is its expression. eps is p[10] (f32 bits).
+const NORM: bool = {{NORM}};
+
+// params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
+//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
+@group(0) @binding(0) var<storage, read> w: array<u32>;         // (n, row_bytes) raw blocks
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride); embed: token ids
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
+@group(0) @binding(3) var<storage, read> p: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
+@group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
+@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;  // NORM: the norm's weights (k)
+
+var<workgroup> part: array<f32, WG * TT>;
+
+fn word_at(b: u32) -> u32 {   // 4 bytes at an even byte offset
+    let i = b >> 2u;
+    if ((b & 3u) == 0u) { return w[i]; }
+    return (w[i] >> 16u) | (w[i + 1u] << 16u);
+}
+
+fn half_at(b: u32) -> f32 {   // the f16 at an even byte offset
+    return unpack2x16float((w[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu).x;
+}
+
+fn nib_lo(q: u32) -> vec4<f32> {
+    return vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
+}
+
+fn i8x4(q: u32) -> vec4<f32> {
+    let s = vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u);
+    return vec4<f32>(s >> vec4<u32>(24u));
+}
+
+fn bits4(q: u32, d: f32) -> vec4<f32> {
+    return select(vec4<f32>(-d), vec4<f32>(d), (vec4<u32>(q) & vec4<u32>(1u, 2u, 4u, 8u)) != vec4<u32>(0u));
+}
+
+// The 32 weights of chunk c (weights 32c .. 32c+31) of the row starting at byte rb.
+fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
+    var o: array<vec4<f32>, 8>;
+    if (QTYPE == 0u) {
+        let i = (rb >> 2u) + c * 32u;
+        for (var v = 0u; v < 8u; v++) {
+            o[v] = bitcast<vec4<f32>>(vec4<u32>(w[i + 4u * v], w[i + 4u * v + 1u], w[i + 4u * v + 2u], w[i + 4u * v + 3u]));
+        }
+    } else if (QTYPE == 1u) {
+        let i = (rb >> 2u) + c * 16u;
+        for (var v = 0u; v < 8u; v++) {
+            o[v] = vec4<f32>(unpack2x16float(w[i + 2u * v]), unpack2x16float(w[i + 2u * v + 1u]));
+        }
+    } else if (QTYPE == 2u) {
+        let b = rb + c * 18u;
+        let d = half_at(b);
+        for (var v = 0u; v < 4u; v++) {
+            let q = word_at(b + 2u + 4u * v);
+            o[v] = (nib_lo(q) - 8.0) * d;
+            o[v + 4u] = (nib_lo(q >> 4u) - 8.0) * d;
+        }
+    } else if (QTYPE == 3u) {
+        let i = (rb >> 2u) + c * 5u;
+        let dm = unpack2x16float(w[i]);
+        for (var v = 0u; v < 4u; v++) {
+            let q = w[i + 1u + v];
+            o[v] = nib_lo(q) * dm.x + dm.y;
+            o[v + 4u] = nib_lo(q >> 4u) * dm.x + dm.y;
+        }
+    } else if (QTYPE == 8u) {
+        let b = rb + c * 34u;
+        let d = half_at(b);
+        for (var v = 0u; v < 8u; v++) {
+            o[v] = i8x4(word_at(b + 2u + 4u * v)) * d;
+        }
+    } else if (QTYPE == 41u) {
+        let b = rb + (c >> 2u) * 18u;
+        let d = half_at(b);
+        let q = word_at(b + 2u + 4u * (c & 3u));
+        for (var v = 0u; v < 8u; v++) {
+            o[v] = bits4(q >> (4u * v), d);
+        }
+    }
+    return o;
+}
+
+fn store_split(r: u32, t: u32, v: f32) {
+    let n1 = p[8]; let n2 = p[9]; let n3 = p[0] - n1 - n2;
+    if (r < n1) { y[t * n1 + r] = v; } else if (r < n1 + n2) { y2[t * n2 + r - n1] = v; } else { y3[t * n3 + r - n1 - n2] = v; }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
+    let xs = p[4] / 4u; let ys = p[5]; let yo = p[6]; let xo = p[7] / 4u;
+    let lane = li % LANES;
+    let r = wid.x * ROWS + li / LANES;
+    let t0 = wid.y * TT;
+    var acc: array<f32, TT>;
+    var scale: array<f32, TT>;
+    if (NORM) {
+        for (var t = 0u; t < TT; t++) {
+            var s = 0.0;
+            if (t0 + t < nt) {
+                let fb = ((t0 + t) * xs + xo) * 4u;
+                for (var i = li; i < k; i += WG) { let v = x[(fb + i) / 4u][(fb + i) % 4u]; s += v * v; }
+            }
+            part[li * TT + t] = s;
+        }
+        for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
+            workgroupBarrier();
+            if (li < stride) {
+                for (var t = 0u; t < TT; t++) { part[li * TT + t] += part[(li + stride) * TT + t]; }
+            }
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < TT; t++) { scale[t] = 1.0 / sqrt(part[t] / f32(k) + bitcast<f32>(p[10])); }
+        workgroupBarrier();  // every invocation has read part before it is reused below
+    }
+    if (r < n) {
+        let rb = r * row_bytes;
+        for (var c = lane; c < k / 32u; c += LANES) {
+            let wv = chunk(rb, c);
+            for (var t = 0u; t < TT; t++) {
+                if (t0 + t < nt) {
+                    let xb = (t0 + t) * xs + xo + c * 8u;
+                    if (NORM) {  // the normed x, as rmsnorm.wgsl writes it: (x * scale) * w
+                        let sc = scale[t];
+                        let nb = c * 8u;
+                        var s = dot(wv[0], (x[xb] * sc) * nw[nb]) + dot(wv[1], (x[xb + 1u] * sc) * nw[nb + 1u]);
+                        s += dot(wv[2], (x[xb + 2u] * sc) * nw[nb + 2u]) + dot(wv[3], (x[xb + 3u] * sc) * nw[nb + 3u]);
+                        s += dot(wv[4], (x[xb + 4u] * sc) * nw[nb + 4u]) + dot(wv[5], (x[xb + 5u] * sc) * nw[nb + 5u]);
+                        s += dot(wv[6], (x[xb + 6u] * sc) * nw[nb + 6u]) + dot(wv[7], (x[xb + 7u] * sc) * nw[nb + 7u]);
+                        acc[t] += s;
+                    } else {
+                        var s = dot(wv[0], x[xb]) + dot(wv[1], x[xb + 1u]);
+                        s += dot(wv[2], x[xb + 2u]) + dot(wv[3], x[xb + 3u]);
+                        s += dot(wv[4], x[xb + 4u]) + dot(wv[5], x[xb + 5u]);
+                        s += dot(wv[6], x[xb + 6u]) + dot(wv[7], x[xb + 7u]);
+                        acc[t] += s;
+                    }
+                }
+            }
+        }
+    }
+    for (var t = 0u; t < TT; t++) { part[li * TT + t] = acc[t]; }
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        workgroupBarrier();
+        if (lane < stride) {
+            for (var t = 0u; t < TT; t++) { part[li * TT + t] += part[(li + stride) * TT + t]; }
+        }
+    }
+    if (OUT == 1u) {
+        workgroupBarrier();
+        if (lane == 0u && (li / LANES) % 2u == 0u && r + 1u < n) {
+            for (var t = 0u; t < TT; t++) {
+                if (t0 + t < nt) {
+                    let g = part[li * TT + t];
+                    let u = part[(li + LANES) * TT + t];
+                    y[(t0 + t) * ys + yo + r / 2u] = g / (1.0 + exp(-g)) * u;
+                }
+            }
+        }
+        return;
+    }
+    if (lane == 0u && r < n) {
+        for (var t = 0u; t < TT; t++) {
+            if (t0 + t < nt) {
+                let v = part[li * TT + t];
+                if (OUT == 2u) {
+                    store_split(r, t0 + t, v);
+                } else {
+                    let yi = (t0 + t) * ys + yo + r;
+                    if (ACCUM) { y[yi] += v; } else { y[yi] = v; }
+                }
+            }
+        }
+    }
+}
+
+// Embedding lookup: workgroup (chunk group, token). x holds the token ids (as u32 bits).
+@compute @workgroup_size(WG)
+fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = p[1]; let nt = p[2]; let row_bytes = p[3]; let ys = p[5];
+    let c = gid.x;
+    let t = gid.y;
+    if (c >= k / 32u || t >= nt) { return; }
+    let id = bitcast<vec4<u32>>(x[t / 4u])[t % 4u];
+    let wv = chunk(id * row_bytes, c);
+    for (var v = 0u; v < 8u; v++) {
+        let yi = t * ys + c * 32u + 4u * v;
+        y[yi] = wv[v].x; y[yi + 1u] = wv[v].y; y[yi + 2u] = wv[v].z; y[yi + 3u] = wv[v].w;
+    }
+}

@@ -1,0 +1,56 @@
+"""RMSNorm folded into the matmul that follows it (matmul.wgsl NORM, decode steps) gives the bits of the two
+dispatches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.engine.native import load_engine
+from bonsai.ops import matmul as mm
+from tests.helpers.synthetic import write_tiny_gguf
+
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+
+
+@pytest.fixture
+def engine(gpu, tmp_path, monkeypatch):
+    """Matrices in buffers (the GPU kernel, which fuses), even on a CPU adapter."""
+    monkeypatch.setattr(mm, "_planar", lambda gpu, m: m)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    return load_engine(path, gpu=gpu, kv="f32", window=8, max_positions=32, progress=False)
+
+
+def _logits(engine, fuse: bool) -> np.ndarray:
+    """Bits of the logits of a 5-token prefill and 6 decode steps."""
+    engine.reset()
+    engine.model.fuse_norm = fuse
+    rows = [np.asarray(engine.forward([3, 1, 4, 1, 5])).view(np.uint32).copy()]
+    tok = int(np.asarray(rows[0]).view(np.float32)[-1].argmax())
+    for _ in range(6):
+        row = np.asarray(engine.forward([tok]))
+        rows.append(row.view(np.uint32).copy())
+        tok = int(row[-1].argmax())
+    return np.concatenate(rows)
+
+
+def test_the_fused_norm_gives_the_bits_of_the_norm_dispatch(engine):
+    before = engine.gpu.dispatch_count
+    plain = _logits(engine, False)
+    plain_dispatches = engine.gpu.dispatch_count - before
+    before = engine.gpu.dispatch_count
+    fused = _logits(engine, True)
+    assert np.array_equal(fused, plain)
+    # decode steps fuse (2 norms a layer); the prefill batch keeps its norm dispatches
+    assert engine.gpu.dispatch_count - before == plain_dispatches - 6 * 2 * engine.cfg.n_layers
+
+
+def test_a_norm_kernel_that_sums_in_another_order_is_caught(engine, monkeypatch):
+    """Mutation: rmsnorm.wgsl with 32 invocations (another order of the x^2 sums) while the matmul still
+    fuses with 64: the fused bits are no longer the norm kernel's, and the comparison sees it."""
+    from bonsai.ops import rmsnorm
+
+    fused = _logits(engine, True)
+    monkeypatch.setattr(rmsnorm, "WG", 32)
+    monkeypatch.setattr(mm, "fuses_norm", lambda m: m.tex is None)
+    assert not np.array_equal(_logits(engine, False), fused)

@@ -1,0 +1,82 @@
+"""The GPU-resident decode loop: blocks of greedy steps with one readback give the tokens, positions and
+host master of one readback per step, stop exactly where it stops, and catch their injected bugs."""
+
+from __future__ import annotations
+
+import pytest
+
+from bonsai.engine.forward import GpuModel
+from bonsai.engine.native import load_engine
+from bonsai.kv.handover import Handover
+from tests.helpers.synthetic import write_tiny_gguf
+
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)  # untied: varied ids
+PROMPT = [3, 1, 4, 1, 5, 9]
+
+
+@pytest.fixture(params=["f32", "q4res"])
+def engine(request, gpu, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    return load_engine(path, gpu=gpu, kv=request.param, window=64, max_positions=128, progress=False)
+
+
+def _run(engine, steps: int, max_tokens: int = 70, **kw):
+    """Tokens, position, fed ids and host master of one generation with `steps` steps per readback."""
+    engine.reset()
+    for host in engine.cache.master.layers:  # a blank master, so rows missing from it show
+        host[:] = bytes(len(host))
+    engine.resident_steps = steps
+    gen = engine.generate(PROMPT, max_tokens=max_tokens, stop_ids=kw.pop("stop_ids", set()), **kw)
+    engine.cache.sync_host()
+    return gen.tokens, engine.pos, list(engine.fed), b"".join(bytes(h) for h in engine.cache.master.layers)
+
+
+def _mid_block_stop(tokens: list[int]) -> int:
+    """A token first decoded strictly inside the first block (index 2..15: ids were decoded past it)."""
+    return next(t for i, t in enumerate(tokens) if 2 <= i < 16 and t not in tokens[:i])
+
+
+def test_blocks_of_steps_equal_one_step_per_readback(engine):
+    one = _run(engine, 1)
+    blocks = _run(engine, 16)
+    assert blocks == one and len(one[0]) == 70 and one[3].count(0) < len(one[3])
+
+
+def test_a_stop_token_inside_a_block_rewinds_to_the_same_position(engine):
+    full = _run(engine, 1)[0]
+    stop = _mid_block_stop(full)
+    first = full.index(stop)
+    one = _run(engine, 1, stop_ids={stop})
+    blocks = _run(engine, 16, stop_ids={stop})
+    assert blocks[:3] == one[:3] and len(one[0]) == first
+    # the positions decoded past the stop were forgotten: continuing gives the tokens it gives after
+    # a run that never computed them
+    after_blocks = engine.generate([stop], max_tokens=8, stop_ids=set()).tokens
+    _run(engine, 1, stop_ids={stop})
+    assert engine.generate([stop], max_tokens=8, stop_ids=set()).tokens == after_blocks
+
+
+def test_a_rewind_that_forgets_the_steps_decoded_ahead_is_caught(engine, monkeypatch):
+    """Mutation: stopping inside a block without rewinding leaves the positions decoded past the stop."""
+    stop = _mid_block_stop(_run(engine, 1)[0])
+    one = _run(engine, 1, stop_ids={stop})
+    real = type(engine).rewind
+    monkeypatch.setattr(type(engine), "rewind", lambda self, pos: real(self, pos) if pos == 0 else None)
+    assert _run(engine, 16, stop_ids={stop})[1] != one[1]
+
+
+def test_a_step_that_embeds_the_host_id_instead_of_the_gpu_id_is_caught(engine, monkeypatch):
+    """Mutation: the resident steps embed act.ids (the block's first id) instead of the last argmax."""
+    one = _run(engine, 1)
+    real = GpuModel._record_dispatches
+    monkeypatch.setattr(GpuModel, "_record_dispatches",
+                        lambda self, pos, t, all_logits, from_token: real(self, pos, t, all_logits, False))
+    engine.model._tape_key = None
+    assert _run(engine, 16)[0] != one[0]
+
+
+def test_a_park_that_drops_the_rows_is_caught(engine, monkeypatch):
+    """Mutation: parking that empties staging without copying the rows leaves the host master behind."""
+    one = _run(engine, 1)
+    monkeypatch.setattr(Handover, "park", lambda self: self.parked.append(self.staging.take()[0]))
+    assert _run(engine, 16)[3] != one[3]

@@ -1,0 +1,82 @@
+"""The blocks attention variant (parallel block folds merged in block order) keeps the invariant bit for bit.
+
+Blocks are shrunk to 8 positions so short caches on lavapipe cross many block and window
+boundaries (windows ending inside a block carry the open block's fold in the state).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import bonsai.kv.attention.driver as attention
+from bonsai.diagnostics.exactness import check_mutation, matrix, run_matrix
+from bonsai.kv.attention.driver import Attention, Mutations, Window
+from tests.helpers.shader_patch import patch_shader
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(attention, "BLOCK", 8)
+
+
+def test_blocks_variant_windowed_equals_whole_bit_for_bit(gpu):
+    results = run_matrix(gpu, matrix(30, modes=("f32", "q4", "q4r"), prefill=5), [1, 2, 5, 8, 11, 16],
+                         variant="blocks")
+    assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]
+
+
+def test_blocks_variant_every_mode(gpu):
+    from bonsai.kv.format.modes import MODES
+
+    results = run_matrix(gpu, matrix(40, modes=tuple(MODES), prefill=3), [1, 7, 31, 33], variant="blocks")
+    assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]
+
+
+def test_blocks_variant_with_the_runtime_block_size(gpu, monkeypatch):
+    monkeypatch.setattr(attention, "BLOCK", 64)
+    results = run_matrix(gpu, matrix(150, modes=("q4",), prefill=9), [1, 63, 64, 65, 100], variant="blocks")
+    assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]
+
+
+def test_blocks_variant_passes_the_mutation_suite_without_mutations(gpu):
+    assert all(r.ok for r in check_mutation(gpu, Mutations(), kv_len=20, prefill=4, variant="blocks"))
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Mutations)])
+def test_every_injected_bug_is_caught_in_the_blocks_variant(gpu, name):
+    results = check_mutation(gpu, Mutations(**{name: True}), kv_len=20, prefill=4, variant="blocks")
+    assert any(not r.ok for r in results)
+
+
+def test_a_racy_merge_is_caught(gpu, monkeypatch):
+    """Mutation: without the barrier between reading and rewriting MAIN, lavapipe's 8-wide SIMD lets
+    later invocations read the already-merged (m, l): the windowed runs no longer match."""
+    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "    workgroupBarrier();  // every invocation has read m and l",
+                 "    //")
+    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
+    assert any(not r.ok for r in results)
+
+
+def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
+    """Two dispatches per window (fold, merge) and none after them; still exact (the matrix above)."""
+    att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
+    kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
+    q, out, state = gpu.upload(np.ones((1, 8, 64), np.float32)), gpu.buffer(8 * 64 * 4), gpu.buffer(att.state_bytes(1))
+    wins = [Window(kv, kv, 0, 12), Window(kv, kv, 12, 20)]
+    att.plan(wins, 19, 1)
+    before = gpu.dispatch_count
+    att.record(q, out, state, 19, 1, wins)
+    assert gpu.dispatch_count - before == 2 * len(wins)
+    assert np.array_equal(np.frombuffer(gpu.read(out), np.float32), np.zeros(8 * 64, np.float32))
+
+
+def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch):
+    """Mutation: the last merge writes acc / l of MAIN alone; windowed runs agree with the whole one, but
+    not with fp64 attention (the open block's positions are missing)."""
+    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "        if (pl == 0.0) {\n            out[",
+                 "        if (true) {\n            out[")
+    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
+    assert any(not r.ok for r in results)

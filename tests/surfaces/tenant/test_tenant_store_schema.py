@@ -1,0 +1,122 @@
+"""The tenant database's schema at start-up (SQLite and PostgreSQL): created once, versioned, refused when
+newer than the code; and a database that fails mid-request loses nothing silently."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from bonsai_tenant.db_config import DatabaseSpec
+from bonsai_tenant.server import create_app
+from bonsai_tenant.store import StoreError, open_store
+from bonsai_tenant.store import migrate as migrate_module
+from bonsai_tenant.tenants import ServerConfig
+from fake_backend import make_backend
+from http_client import request, sse_events
+from sqlalchemy import create_engine, inspect, text
+
+
+def tables_and_version(url: str) -> tuple[set[str], list[int]]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            versions = [r[0] for r in conn.execute(text("SELECT version FROM bonsai_schema_version"))]
+            return set(inspect(conn).get_table_names()), versions
+    finally:
+        engine.dispose()
+
+
+def test_the_schema_is_created_once_and_its_version_recorded(database):
+    open_store(database).close()
+    tables, versions = tables_and_version(database.url)
+    assert tables == {"bonsai_schema_version", "stored_completions", "completion_metadata", "usage"}
+    assert versions == [migrate_module.VERSION] == [1]
+    store = open_store(database)  # again: nothing to do, nothing lost
+    store.record("acme", "m", 1, 2)
+    store.close()
+    store = open_store(database)
+    assert migrate_module.migrate(store.db) == (1, 1)
+    assert [(r.tenant, r.requests) for r in store.usage()] == [("acme", 1)]
+    store.close()
+    assert tables_and_version(database.url)[1] == [1]
+
+
+def test_a_database_newer_than_the_code_is_refused_in_one_line(database):
+    open_store(database).close()
+    engine = create_engine(database.url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE bonsai_schema_version SET version = 7"))
+    engine.dispose()
+    with pytest.raises(StoreError) as info:
+        open_store(database)
+    assert str(info.value).endswith(": schema version 7 is newer than this bonsai-tenant knows (1); "
+                                    "run the newer bonsai-tenant")
+    assert "\n" not in str(info.value)
+
+
+def test_a_failed_migration_step_leaves_the_schema_as_it_was(database, monkeypatch):
+    def broken(conn):
+        migrate_module.schema.completions.create(conn)
+        raise StoreError("step failed half-way")
+
+    monkeypatch.setattr(migrate_module, "STEPS", (broken,))
+    with pytest.raises(StoreError):
+        open_store(database)
+    engine = create_engine(database.url)
+    try:
+        assert "stored_completions" not in inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path):
+    spec = DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}")
+    open_store(spec).close()
+    assert sqlite3.connect(tmp_path / "state.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def locked_requests(live_server, tmp_path) -> list[tuple[int, str]]:
+    """Requests (plain and streamed, store=true) while another process holds the SQLite file's write
+    lock: (status, what the client was told) for each; then the lock goes and the same requests work."""
+    spec = DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}", lock_timeout=0.2)
+    port = live_server(create_app(ServerConfig.from_keys({"acme": "sk-a"}, database=spec), make_backend)).port
+    body = {"model": "smollm2", "store": True, "messages": [{"role": "user", "content": "x"}]}
+    holder = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    told = []
+    try:
+        for stream in (False, True):
+            status, _, raw = request(port, "POST", "/v1/chat/completions", {**body, "stream": stream}, key="sk-a")
+            last = sse_events(raw)[-2] if stream else json.loads(raw)
+            told.append((status, json.dumps(last)))
+    finally:
+        holder.close()
+    return told
+
+
+def test_a_locked_database_is_an_error_to_the_client_never_a_lost_record(live_server, tmp_path):
+    told = locked_requests(live_server, tmp_path)
+    assert told[0][0] == 503 and '"code": "database_unavailable"' in told[0][1]
+    assert told[1][0] == 200 and '"code": "database_unavailable"' in told[1][1]  # the stream's error event
+    assert "was not recorded and is withheld" in told[0][1]
+    store = open_store(DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}"))
+    assert store.usage() == [] and store.count() == 0  # nothing half-written either
+    store.close()
+
+
+def test_the_lost_record_check_catches_a_server_that_replies_before_recording(live_server, tmp_path, monkeypatch):
+    """Mutation: the server swallows the database's failure and replies as if all were kept."""
+    import bonsai_tenant.server as server
+
+    real = server._State.record
+
+    async def careless(self, *args):
+        try:
+            await real(self, *args)
+        except Exception:  # noqa: BLE001 - the bug under test
+            pass
+
+    monkeypatch.setattr(server._State, "record", careless)
+    told = locked_requests(live_server, tmp_path)
+    assert told[0][0] == 200 and "database_unavailable" not in told[1][1]
