@@ -135,7 +135,7 @@ def _as_cli_lines(turn: dict) -> list[str]:
 
 @pytest.mark.slow  # a real-model tool loop
 def test_a_calculator_question_shows_the_call_its_result_and_the_answer_of_bonsai_tools_chat(panel, loaded):
-    question, max_tokens = "What is 17 * 23? Use the calculator.", 64  # as tests/runtime/tools/test_default_model
+    question, max_tokens = "What is 17 * 23? Use the calculator.", 64  # as tests/runtime/toolcall/test_default_model
     panel.set_settings(tools=["calculator", "clock"], tool_required=True, max_new_tokens=max_tokens)
     turn = panel.send(question, 2400)
     assert turn["mode"] == "tools" and turn["finished"], turn
