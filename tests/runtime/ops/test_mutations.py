@@ -76,7 +76,7 @@ def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
 
 
 CPU_MATMUL_MUTANTS = [  # the CPU kernel (matmul_cpu.wgsl, planar weights in a texture): (what, qtype, old, new, check)
-    ("Q4_1 low and high nibbles swapped", "Q4_1", "o[0] = nib(q.x) * dm.x + m;", "o[0] = nib(q.x >> 4u) * dm.x + m;",
+    ("Q4_1 low and high nibbles swapped", "Q4_1", "o[0] = nib_lo(q.x) * dm.x + m;", "o[0] = nib_lo(q.x >> 4u) * dm.x + m;",
      _dequant_exact),
     ("Q4_0 offset 8 forgotten", "Q4_0", "let m = select(-8.0 * dm.x, dm.y, QTYPE == 3u);",
      "let m = select(0.0, dm.y, QTYPE == 3u);", _dequant_exact),

@@ -26,18 +26,7 @@ fn texel(t: texture_2d<u32>, i: u32) -> vec4<u32> {
     return textureLoad(t, vec2<u32>(i & 1023u, i >> 10u), 0);
 }
 
-fn nib(q: u32) -> vec4<f32> {
-    return vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
-}
-
-fn i8x4(q: u32) -> vec4<f32> {
-    let s = vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u);
-    return vec4<f32>(s >> vec4<u32>(24u));
-}
-
-fn bits4(q: u32, d: f32) -> vec4<f32> {
-    return select(vec4<f32>(-d), vec4<f32>(d), (vec4<u32>(q) & vec4<u32>(1u, 2u, 4u, 8u)) != vec4<u32>(0u));
-}
+//#include "quant_lanes.wgsl"
 
 // The 32 weights of chunk c (weights 32c .. 32c+31) of row r.
 fn chunk(r: u32, c: u32) -> array<vec4<f32>, 8> {
@@ -62,9 +51,9 @@ fn chunk(r: u32, c: u32) -> array<vec4<f32>, 8> {
     if (QTYPE == 2u || QTYPE == 3u) {
         let q = texel(wt, b);
         let m = select(-8.0 * dm.x, dm.y, QTYPE == 3u);  // Q4_0: (code - 8) * d = code * d - 8 d
-        o[0] = nib(q.x) * dm.x + m; o[1] = nib(q.y) * dm.x + m; o[2] = nib(q.z) * dm.x + m; o[3] = nib(q.w) * dm.x + m;
-        o[4] = nib(q.x >> 4u) * dm.x + m; o[5] = nib(q.y >> 4u) * dm.x + m;
-        o[6] = nib(q.z >> 4u) * dm.x + m; o[7] = nib(q.w >> 4u) * dm.x + m;
+        o[0] = nib_lo(q.x) * dm.x + m; o[1] = nib_lo(q.y) * dm.x + m; o[2] = nib_lo(q.z) * dm.x + m; o[3] = nib_lo(q.w) * dm.x + m;
+        o[4] = nib_lo(q.x >> 4u) * dm.x + m; o[5] = nib_lo(q.y >> 4u) * dm.x + m;
+        o[6] = nib_lo(q.z >> 4u) * dm.x + m; o[7] = nib_lo(q.w >> 4u) * dm.x + m;
     } else if (QTYPE == 8u) {
         let q0 = texel(wt, b * 2u);
         let q1 = texel(wt, b * 2u + 1u);

@@ -43,18 +43,7 @@ fn half_at(b: u32) -> f32 {   // the f16 at an even byte offset
     return unpack2x16float((w[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu).x;
 }
 
-fn nib_lo(q: u32) -> vec4<f32> {
-    return vec4<f32>(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
-}
-
-fn i8x4(q: u32) -> vec4<f32> {
-    let s = vec4<i32>(bitcast<i32>(q)) << vec4<u32>(24u, 16u, 8u, 0u);
-    return vec4<f32>(s >> vec4<u32>(24u));
-}
-
-fn bits4(q: u32, d: f32) -> vec4<f32> {
-    return select(vec4<f32>(-d), vec4<f32>(d), (vec4<u32>(q) & vec4<u32>(1u, 2u, 4u, 8u)) != vec4<u32>(0u));
-}
+//#include "quant_lanes.wgsl"
 
 // The 32 weights of chunk c (weights 32c .. 32c+31) of the row starting at byte rb.
 fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
