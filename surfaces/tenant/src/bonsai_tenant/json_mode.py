@@ -62,7 +62,8 @@ class JsonConstraint:
             self._cache.move_to_end(self.state)
             return hit
         m = self.matcher
-        mask = self.trie.allowed(self.state, self._step, m.done, m.in_string_body, m.forced_byte)
+        allowed = self.trie.allowed(self.state, self._step, m.done, m.in_string_body, m.forced_byte)  # 0/1 bytes
+        mask = np.frombuffer(bytes(allowed), dtype=np.uint8).astype(bool)
         if m.at_turn_end_choice(self.state):
             mask |= self._specials
         self._cache[self.state] = mask
