@@ -131,3 +131,43 @@ def test_split_output_is_bit_identical_to_one_plain_matmul(gpu, t):
     mm.dispatch(gpu, m, gpu.upload(x), ys[0], prm, t, out=mm.OUT_SPLIT, y2=ys[1], y3=ys[2])
     parts = [np.frombuffer(gpu.read(b, t * n * 4), np.float32).reshape(t, n) for b, n in zip(ys, (n1, n2, n3), strict=True)]
     assert np.array_equal(np.concatenate(parts, axis=1).view(np.uint32), plain.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_one_token_is_bit_identical_to_the_same_token_in_a_batch(gpu, name):
+    """Decode (one token: matmul_cpu.wgsl's `main1` on a CPU adapter) and a batch (`main`) sum in one order:
+    each token's row of a 3-token product equals the same token alone, bit for bit, for every output."""
+    rows, cols, t = 37, 256, 3
+    raw = quantized(name, rows, cols, seed=21)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    x = np.random.default_rng(7).standard_normal((t, cols)).astype(np.float32)
+    acc = np.random.default_rng(8).standard_normal((t, rows)).astype(np.float32)
+    batch = host.matmul_run(gpu, m, x, accum_into=acc)
+    for i in range(t):
+        alone = host.matmul_run(gpu, m, x[i:i + 1], accum_into=acc[i:i + 1])
+        assert np.array_equal(alone.view(np.uint32), batch[i:i + 1].view(np.uint32)), f"token {i}"
+    f = 20  # SwiGLU pairs: 2f rows
+    sw = mm.upload_matrix(gpu, mm.interleave_rows(quantized(name, 2 * f, cols, seed=22).tobytes(), f), QTYPES[name],
+                          2 * f, cols)
+
+    def swiglu(xs):
+        y = gpu.buffer(len(xs) * f * 4)
+        mm.dispatch(gpu, sw, gpu.upload(xs), y, gpu.upload(sw.params(len(xs), cols, f)), len(xs), out=mm.OUT_SWIGLU)
+        return np.frombuffer(gpu.read(y, len(xs) * f * 4), np.float32).reshape(len(xs), f)
+
+    both = swiglu(x)
+    for i in range(t):
+        assert np.array_equal(swiglu(x[i:i + 1]).view(np.uint32), both[i:i + 1].view(np.uint32)), f"swiglu token {i}"
+
+
+@pytest.mark.parametrize("name", ["Q4_1", "Q1_0"])
+def test_cpu_tiles_give_the_same_bits(gpu, monkeypatch, name):
+    """The CPU kernel's entries (main1, main4: 8-row tiles; main: any tile) sum each product in one order."""
+    rows, cols, t = 37, 256, 6
+    raw = quantized(name, rows, cols, seed=23)
+    x = np.random.default_rng(9).standard_normal((t, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols)
+    tiles = host.matmul_run(gpu, m, x)
+    monkeypatch.setattr(mm, "CPU_ROWS", 4)
+    generic = host.matmul_run(gpu, m, x)
+    assert np.array_equal(tiles.view(np.uint32), generic.view(np.uint32))

@@ -76,7 +76,7 @@ def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
 
 
 CPU_MATMUL_MUTANTS = [  # the CPU kernel (matmul_cpu.wgsl, planar weights in a texture): (what, qtype, old, new, check)
-    ("Q4_1 low and high nibbles swapped", "Q4_1", "o[0] = nib_lo(q.x) * dm.x + m;", "o[0] = nib_lo(q.x >> 4u) * dm.x + m;",
+    ("Q4_1 low and high nibbles swapped", "Q4_1", "W8(nib_lo(q.x) * dm.x + m,", "W8(nib_lo(q.x >> 4u) * dm.x + m,",
      _dequant_exact),
     ("Q4_0 offset 8 forgotten", "Q4_0", "let m = select(-8.0 * dm.x, dm.y, QTYPE == 3u);",
      "let m = select(0.0, dm.y, QTYPE == 3u);", _dequant_exact),
@@ -84,15 +84,44 @@ CPU_MATMUL_MUTANTS = [  # the CPU kernel (matmul_cpu.wgsl, planar weights in a t
      _dequant_exact),
     ("Q1_0 chunk takes the wrong word of its block", "Q1_0", "let q = texel(wt, b)[c & 3u];",
      "let q = texel(wt, b)[(c + 1u) & 3u];", _dequant_exact),
-    ("x of the tile's first token for every token", "F16", "let xb = min(t0 + t, nt - 1u) * xs + xo + c * 8u;",
+    ("main4: x of the tile's first token for every token", "F16",
+     "return x8(min(t0 + t, nt - 1u) * xs + xo + c * 8u);", "return x8(t0 * xs + xo + c * 8u);", _matmul_within_bound),
+    ("main4: the tile's last row dropped", "Q4_1", "a7 += dot4(chunk8(min(r0 + 7u, rl), c), x0, x1, x2, x3);", "",
+     _matmul_within_bound),
+    # the generic tile (`main`: other R x TT tiles, bench/cpu_tile_bench.py), run with 4-row tiles
+    ("main: x of the tile's first token for every token", "F16", "let xb = min(t0 + t, nt - 1u) * xs + xo + c * 8u;",
      "let xb = t0 * xs + xo + c * 8u;", _matmul_within_bound),
-    ("the tile's last row dropped", "Q4_1", "for (var i = 0u; i < R; i++) {\n            let wv",
+    ("main: the tile's last row dropped", "Q4_1", "for (var i = 0u; i < R; i++) {\n            let wv",
      "for (var i = 0u; i + 1u < R; i++) {\n            let wv", _matmul_within_bound),
+]
+
+
+
+def _matvec_within_bound(gpu, name, texture=False):
+    """One token (the decode entry `main1` on the CPU kernel), 9 rows: the bound of `_matmul_within_bound`."""
+    rows, cols = 9, 256
+    raw = quantized(name, rows, cols, seed=13)
+    x = np.random.default_rng(3).standard_normal((1, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols, texture=texture)
+    got = host.matmul_run(gpu, m, x)
+    scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
+    return bool(np.all(np.abs(got - host.matmul_reference(raw, QTYPES[name], rows, cols, x)) <= 1e-5 * scale))
+
+
+CPU_MATMUL_MUTANTS += [  # the decode entry, main1
+    ("main1: the tile's last row computed from the row before", "Q4_1", "dot8(chunk8(min(r0 + 7u, rl), c), x)",
+     "dot8(chunk8(min(r0 + 6u, rl), c), x)", _matvec_within_bound),
+    ("main1: x read one texel late", "Q8_0", "let x = x8(xo + c * 8u);", "let x = x8(xo + c * 8u + 1u);",
+     _matvec_within_bound),
+    ("main1: the last chunk left out", "F16", "for (var c = 0u; c < p[1] / 32u; c++) {\n        let x = x8(",
+     "for (var c = 0u; c + 1u < p[1] / 32u; c++) {\n        let x = x8(", _matvec_within_bound),
 ]
 
 
 @pytest.mark.parametrize("what,name,old,new,check", CPU_MATMUL_MUTANTS, ids=[m[0] for m in CPU_MATMUL_MUTANTS])
 def test_cpu_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
+    if what.startswith("main:"):
+        monkeypatch.setattr(mm, "CPU_ROWS", 4)  # not the 8-row entries main1 / main4
     assert check(gpu, name, texture=True), "the unmutated kernel must pass the check"
 
     def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN):
