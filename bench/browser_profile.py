@@ -156,7 +156,9 @@ def main() -> None:
                                   ".then(() => window.__pyodide.globals.get('__profile'))",
                     "returnByValue": True, "awaitPromise": True}, timeout=3000)
                 if "exceptionDetails" in reply:
-                    raise SystemExit(f"the page's Python failed: {reply['exceptionDetails']}\n{page.console[-20:]}")
+                    details = reply["exceptionDetails"]
+                    raise SystemExit("the page's Python failed: " + str(details.get("exception", {}).get("description")
+                                                                        or details.get("text"))[-3000:])
                 result = json.loads(reply["result"]["value"])
         finally:
             chromium.close()

@@ -21,17 +21,16 @@ from ..kv.format.codec import roundtrip
 from ..kv.format.modes import Mode, get_mode
 from ..kv.format.rotate import hadamard
 from ..reference.forward import KVCache, KVTransform, ReferenceModel, log_probs
+from .forced_plan import (  # noqa: F401 - the plan's names are read through this module (cli/verify, tests)
+    DECODE_TAIL,
+    MAX_LOGPROB_ERROR,
+    MIN_AGREEMENT,
+    TOKENS,
+    schedule,
+    split_window,
+)
 
-TOKENS = 1100  # the issue-16 bar: several windows' worth, past the ~500 positions lavapipe once broke at
-DECODE_TAIL = 4  # the last tokens go one at a time: the decode path at long positions
-MIN_AGREEMENT = 0.99
-MAX_LOGPROB_ERROR = 1e-3
 MAX_FLIPS = 1e-3  # of the stored 4-bit elements may differ from the reference's own rounding (see mode_transform)
-
-
-def split_window(n: int) -> int:
-    """A window that splits n positions in three (a multiple of 64: every grouped mode's group)."""
-    return -(-n // 3 // 64) * 64
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,6 @@ class Comparison:
         return (f"kv {self.kv:<6} window {self.window:>5}: {self.tokens} tokens, argmax agreement "
                 f"{self.agreement:.4f}, max |Δ log-prob| {self.max_error:.2e}, first |Δ| > 0.01 at {bad}, "
                 f"stored codes unlike the reference's {self.flips:.1e} ({self.seconds:.0f} s)")
-
-
-def schedule(n: int, batch: int, tail: int = DECODE_TAIL) -> list[tuple[int, int]]:
-    """(start, end) of each step: batched chunks of `batch` tokens, then `tail` one-token steps."""
-    head = max(0, n - tail)
-    steps = [(s, min(s + batch, head)) for s in range(0, head, batch)]
-    return steps + [(p, p + 1) for p in range(head, n)]
 
 
 def _scored(logits: np.ndarray, ids: Sequence[int], start: int, end: int) -> tuple[np.ndarray, np.ndarray]:

@@ -50,6 +50,12 @@ def run(params: Any) -> str:
             from . import model_check
 
             _check("model", result["checks"], model_check.run, params["model_path"], params.get("model_name"))
+            if params.get("forced") and result["checks"]["model"]["ok"]:
+                from . import forced_check
+
+                _check("forced", result["checks"], forced_check.run, gpu or BrowserGpu.create(), params["model_path"],
+                       params.get("model_name"), [int(i) for i in params["forced"]], params.get("kv", "f32"),
+                       int(params.get("window", 2048)))
             if params.get("prompt") and result["checks"]["model"]["ok"]:
                 from . import generate_check
 

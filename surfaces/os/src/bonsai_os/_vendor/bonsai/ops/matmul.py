@@ -35,6 +35,9 @@ def lanes_for(k: int, q: QType) -> int:
 
 # CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
 CPU_ROWS, CPU_TOKENS = 8, 4
+# 8-row tiles of 1 and 4 tokens run matmul_cpu.wgsl's main1 / main4 (no private arrays; SwiftShader runs
+# them 2-3x faster than the generic `main`); False: always `main` (benchmarks compare the two)
+CPU_NAMED_TILES = True
 PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
 
 
@@ -173,7 +176,7 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
         x_tex = _texture_of(gpu, x, 4 * (x_words if x_words is not None else int(x.size) // 4))
         groups = (workgroups(-(-m.rows // CPU_ROWS)), -(-t // tt))
         # main1 / main4: the 8-row tiles of one / four tokens with no private arrays (SwiftShader: 2-3x faster)
-        entry = {1: "main1", 4: "main4"}.get(tt, "main") if CPU_ROWS == 8 else "main"
+        entry = {1: "main1", 4: "main4"}.get(tt, "main") if CPU_ROWS == 8 and CPU_NAMED_TILES else "main"
         gpu.dispatch(kernel(gpu, m, tt, accum, entry=entry, out=out), [m.tex, x_tex, y, prm, y2, y3], groups)
         return
     tt = tokens_per_group(t)
