@@ -8,7 +8,10 @@ report the engine's own `decode_tokens_per_s` (tokens after the first over their
 greedy tokens must be equal, or the row says so. Prints a table and writes
 bench/results/browser_bench.json. Needs Chromium and the fetched Pyodide (as the extension tests).
 
-    python bench/browser_bench.py [--kv f32 q4res] [--new-tokens 8] [--prompt TEXT]
+    python bench/browser_bench.py [--kv f32 q4res] [--new-tokens 8] [--prompt TEXT] [--generic-tiles]
+
+--generic-tiles runs both sides with the CPU matmul's generic tile (`matmul.CPU_NAMED_TILES = False`:
+the kernel before main1 / main4), for a before/after pair on one machine.
 """
 
 from __future__ import annotations
@@ -52,11 +55,17 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def browser_runs(modes: list[str], prompt: str, new_tokens: int, tmp: Path) -> dict[str, dict]:
+def browser_runs(modes: list[str], prompt: str, new_tokens: int, tmp: Path, generic_tiles: bool = False) -> dict[str, dict]:
     """Per KV mode, the diagnostics page's generate check (a fresh page, so a fresh engine, per mode)."""
     extension = tmp / "extension"
     with zipfile.ZipFile(build_extension(REPO, tmp / "dist", closure_dir=REPO / "surfaces/extension/vendor")) as zf:
         zf.extractall(extension)
+    if generic_tiles:
+        [matmul] = extension.rglob("bonsai/ops/matmul.py")
+        text = matmul.read_text()
+        if "CPU_NAMED_TILES = True" not in text:
+            raise SystemExit(f"{matmul}: no CPU_NAMED_TILES = True to switch off")
+        matmul.write_text(text.replace("CPU_NAMED_TILES = True", "CPU_NAMED_TILES = False"))
     model = Path(default_model_path())
     (tmp / "models").mkdir()
     (tmp / "models" / model.name).symlink_to(model)
@@ -98,11 +107,16 @@ def main() -> None:
     parser.add_argument("--kv", nargs="+", default=["f32", "q4res"])
     parser.add_argument("--new-tokens", type=int, default=8)
     parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--generic-tiles", action="store_true", help="the CPU matmul's generic tile on both sides")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "browser_bench.json"))
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        browser = browser_runs(args.kv, args.prompt, args.new_tokens, Path(tmp))
+        browser = browser_runs(args.kv, args.prompt, args.new_tokens, Path(tmp), args.generic_tiles)
+    if args.generic_tiles:
+        import bonsai.ops.matmul as mm
+
+        mm.CPU_NAMED_TILES = False
     native = {kv: native_run(kv, args.prompt, args.new_tokens) for kv in args.kv}
 
     rows = []
@@ -118,6 +132,7 @@ def main() -> None:
               f"{ratio:14.2f} {str(same):>11} {b['replayed_steps']:8d}")
         rows.append({"kv": kv, "native": n, "browser": b, "native_over_browser": round(ratio, 3), "same_tokens": same})
     write_results(args.out, {"bench": "browser", "prompt": args.prompt, "new_tokens": args.new_tokens,
+                             "generic_tiles": args.generic_tiles,
                              "machine": platform.platform(), "rows": rows,
                              "note": "one run; the machine is shared, so absolute speeds are noisy"})
 

@@ -105,3 +105,14 @@ def model_server(tmp_path_factory: pytest.TempPathFactory):
     yield root, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+def serve_default_model(model_server: tuple[Path, str]) -> str:
+    """The URL the model server gives the default model (linked into its directory once)."""
+    from bonsai.models import default_model_path
+
+    root, base = model_server
+    model = Path(default_model_path())
+    if not (root / model.name).exists():
+        (root / model.name).symlink_to(model)
+    return f"{base}/{model.name}"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import serve_default_model
+
 pytestmark = pytest.mark.timeout(300)
 
 CSP = "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"
@@ -118,13 +120,7 @@ def native_greedy(gpu):
 
 
 def _generate_in_the_page(browser, model_server, extra: str = "") -> dict:
-    from bonsai.models import default_model_path
-
-    root, base = model_server
-    model = Path(default_model_path())
-    if not (root / model.name).exists():
-        (root / model.name).symlink_to(model)
-    result = browser.open(f"page.html?checks=&model={base}/{model.name}&prompt={PROMPT}&tokens={N_TOKENS}&kv=q4"
+    result = browser.open(f"page.html?checks=&model={serve_default_model(model_server)}&prompt={PROMPT}&tokens={N_TOKENS}&kv=q4"
                           f"{extra}", timeout=240)
     check = result["checks"]["generate"]
     assert check["ok"] and check["kv"] == "q4", result

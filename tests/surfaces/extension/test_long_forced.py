@@ -9,12 +9,12 @@ case (f32 KV, the default window): in the browser it takes minutes on a CPU (ben
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from bonsai.diagnostics import forced_plan as plan
+
+from .conftest import serve_default_model
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -22,13 +22,7 @@ KV, WINDOW = "f32", 2048
 
 
 def _forced_in_the_page(browser, model_server, ids: list[int]) -> dict:
-    from bonsai.models import default_model_path
-
-    root, base = model_server
-    model = Path(default_model_path())
-    if not (root / model.name).exists():
-        (root / model.name).symlink_to(model)
-    result = browser.open(f"page.html?checks=&model={base}/{model.name}&kv={KV}&window={WINDOW}"
+    result = browser.open(f"page.html?checks=&model={serve_default_model(model_server)}&kv={KV}&window={WINDOW}"
                           f"&forced={','.join(map(str, ids))}", timeout=3300)
     check = result["checks"].get("forced") or {}
     assert check.get("ok"), result

@@ -4,7 +4,8 @@ One panel for the module (each model load compiles the shaders on SwiftShader: m
 CPU): opened by clicking the toolbar button on a served page, it loads the default model from a
 localhost URL into OPFS in the best KV mode (q4res), answers a plain prompt with the native greedy
 tokens, finds the model in OPFS after a reload, and runs the calculator and read_page tools with
-the same calls, results and answers as native `bonsai tools chat`.
+the same calls, results and answers as native `bonsai tools chat`. Stop, new chat and a dropped
+file are driven the same way.
 """
 
 from __future__ import annotations
@@ -76,6 +77,25 @@ def test_a_file_that_is_not_a_gguf_is_a_named_error_and_nothing_is_stored(panel,
     assert panel.opfs_files() == []  # the checked-and-refused file was not kept, not even under a temporary name
 
 
+def test_a_dropped_file_goes_through_the_same_check(panel, model_server):
+    """Drag and drop: a file dropped on the drop zone is checked as a picked one (here refused, by name)."""
+    root, base = model_server
+    (root / "dropped.gguf").write_bytes(b"GGUX" + Path(default_model_path()).read_bytes()[4:4096])
+    state = panel.settle(300)
+    assert state["phase"] == "choose-model", state  # runs before the module's model is loaded
+    errors = len(state["errors"])
+    panel.evaluate("(async () => { const bytes = await (await fetch(" + json.dumps(f"{base}/dropped.gguf") + ")).arrayBuffer();"
+                   "const dt = new DataTransfer(); dt.items.add(new File([bytes], 'dropped.gguf'));"
+                   "document.getElementById('drop-zone').dispatchEvent(new DragEvent('drop', "
+                   "{dataTransfer: dt, bubbles: true, cancelable: true})); })()", await_promise=True)
+    panel.page.wait_for(f"window.__bonsai.errors.length > {errors}", 120, "the dropped file's error")
+    state = panel.settle(120)
+    error = state["errors"][-1]
+    assert state["phase"] == "choose-model" and state["model"] is None, state
+    assert error["type"] == "BadMagicError" and error["path"] == "dropped.gguf", error
+    assert "dropped.gguf" in panel.text("error") and panel.opfs_files() == []
+
+
 def test_the_default_model_loads_from_a_url_into_opfs_and_answers_with_the_native_greedy_tokens(panel, loaded, gpu):
     from bonsai.cli.run import _chat_ids, _stop_ids  # what `bonsai run --chat` does: the oracle
     from bonsai.engine import Sampling
@@ -108,6 +128,32 @@ def test_a_reload_finds_the_model_in_opfs_and_keeps_the_settings(panel, loaded, 
     assert state["model"]["kv"] == KV and panel.stored_settings() == before, (state["model"], before)
     assert panel.evaluate("document.getElementById('kv').value") == KV
     assert panel.opfs_files() == [loaded["model"]["name"]]
+
+
+def test_new_chat_forgets_the_conversation_and_stop_ends_a_reply(panel, loaded):
+    panel.set_settings(tools=[], max_new_tokens=N_TOKENS)
+    first = panel.state()["turns"][0] if panel.state()["turns"] else panel.send(PROMPT, 1200)
+    again = panel.send(PROMPT, 1200)  # the same message in the same chat: the history is in its prompt
+    assert again["prompt_ids"][: len(first["prompt_ids"])] == first["prompt_ids"]
+    assert len(again["prompt_ids"]) > len(first["prompt_ids"]), again
+    panel.click("new-chat")
+    panel.page.wait_for("window.__bonsai.turns.length === 0", 60, "the turns cleared")
+    assert panel.text("messages").strip() == ""
+    fresh = panel.send(PROMPT, 1200)  # a new chat starts from the first turn's prompt: same ids, same answer
+    assert fresh["prompt_ids"] == first["prompt_ids"] and fresh["tokens"] == first["tokens"], (fresh, first)
+
+    limit = 48
+    panel.set_settings(max_new_tokens=limit)
+    turns = len(panel.state()["turns"])
+    panel.evaluate("(() => { const p = document.getElementById('prompt'); p.value = 'Tell me a long story.';"
+                   "p.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); })()")
+    panel.page.wait_for("window.__bonsai.phase === 'generating'", 60, "the reply starting")
+    panel.click("stop")
+    panel.page.wait_for(f"window.__bonsai.turns.length > {turns}", 1200, "the stopped reply")
+    stopped = panel.settle(60)["turns"][-1]
+    assert stopped["stop_reason"] == "stopped" and 0 < len(stopped["tokens"]) < limit, stopped
+    assert panel.state()["phase"] == "ready" and "Stopped." in panel.text("status")
+    panel.set_settings(max_new_tokens=N_TOKENS)
 
 
 def _native_tools_chat(message: str, tools: str, max_tokens: int) -> list[str]:
