@@ -3,7 +3,9 @@
 // lookup. On a CPU a texel fetch costs a fraction of a storage-buffer load (bench/NOTES.md), so every
 // invocation owns a tile of R rows x TT tokens: each x texel it fetches serves R rows, each weight
 // texel TT tokens. No workgroup memory and no barriers (both are slow on a CPU); the same outputs
-// (OUT, ACCUM) as matmul.wgsl.
+// (OUT, ACCUM) as matmul.wgsl. Entries: `main` (any R x TT tile), and the default 8-row tiles of one
+// token (`main1`, decode) and four (`main4`, batches) written with no private array in the loop (for
+// SwiftShader); all three sum every product in one order, so they give the same bits.
 
 const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
 const VT: u32 = {{VT}}u;         // value texels per block (planar.wgsl)
