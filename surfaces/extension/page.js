@@ -2,7 +2,7 @@
 // on WebGPU, and show the results (and any error).
 //
 // URL parameters (tests use them; a person just opens the page):
-//   checks=attention,verbs,device_loss   checks to run ("" for none; default "attention")
+//   checks=attention,verbs,rope,device_loss   checks to run ("" for none; default "attention")
 //   mutate=NAME            build the attention kernel with a deliberate bug (mutation tests)
 //   model=URL              fetch a GGUF model from URL (e.g. http://127.0.0.1:PORT/model.gguf)
 //   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT

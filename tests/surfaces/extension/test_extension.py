@@ -29,7 +29,7 @@ def test_manifest_is_mv3_with_only_wasm_unsafe_eval_loosened(extension_dir: Path
 @pytest.fixture(scope="module")
 def checks(browser) -> dict:
     """One page load running every GPU check (each load boots Pyodide: seconds on a busy CPU)."""
-    return browser.open("page.html?checks=attention,verbs,device_loss")
+    return browser.open("page.html?checks=attention,verbs,rope,device_loss")
 
 
 def test_attention_windowed_equals_whole_in_the_browser(checks):
@@ -94,6 +94,20 @@ def test_a_corrupted_model_file_shows_a_named_error(browser, model_server, corru
     # visible in the page, named, with the file: not a hung tab and not only in the console
     assert f'Check "model": {error_type}' in result["page_text"] and bad.name in result["page_text"]
     assert not result["ok"]
+
+
+def test_the_page_reports_how_exactly_this_adapter_rotates(checks, gpu, monkeypatch):
+    """RoPE on this adapter against float64, beside the native adapter's: WGSL allows sin/cos 2^-11 of
+    absolute error, which SwiftShader uses (~2e-4); the long forced decoding inherits it (bench/NOTES.md)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[3] / "surfaces" / "extension" / "app"))
+    from bonsai_extension import rope_check
+
+    browser = checks["checks"]["rope"]
+    native = rope_check.run(gpu)["max_error_by_position"]
+    assert browser["ok"] and set(browser["max_error_by_position"]) == set(native), browser
+    print(f"\nrope max |error| by position: browser {browser['max_error_by_position']}, native {native}")
+    for errors in (browser["max_error_by_position"], native):  # WGSL's sin/cos allowance, and the f32 angle's
+        assert all(0 <= err <= 2 * 2**-11 + 4 * int(pos) * 2**-23 for pos, err in errors.items()), errors
 
 
 def test_device_loss_is_reported_and_a_new_device_gives_the_same_bits(checks):

@@ -22,7 +22,7 @@ def _check(name: str, results: dict, fn: Any, *args: Any, **kwargs: Any) -> None
 def run(params: Any) -> str:
     """Run the checks in `params` (a dict from page.js); the JSON result the page shows and tests read.
 
-    params: checks (list of "attention", "verbs", "device_loss"), mutate (attention mutation switch), model_path + model_name
+    params: checks (list of "attention", "verbs", "rope", "device_loss"), mutate (attention mutation switch), model_path + model_name
     (a model written into the file system by the page), prompt + tokens + kv + lose_after (greedy generation with it, KV cache mode kv, the device destroyed
     before decode step lose_after when it is not 0).
     """
@@ -42,6 +42,10 @@ def run(params: Any) -> str:
             from . import verbs_check
 
             _check("verbs", result["checks"], verbs_check.run, gpu)
+        if "rope" in params.get("checks", []):
+            from . import rope_check
+
+            _check("rope", result["checks"], rope_check.run, gpu)
         if "device_loss" in params.get("checks", []):
             from . import device_check
 
