@@ -78,7 +78,8 @@ def send(params: Any) -> str:
     return _answer(lambda: _session().send(str(p["text"]), Settings.from_dict(p.get("settings"))))
 
 
-def new_chat() -> str:
+def new_chat(params: Any = None) -> str:
+    """Forget the conversation (`params` unused: every entry point takes the one argument python.js passes)."""
     return _answer(lambda: (_session().new_chat(), {})[1])
 
 
