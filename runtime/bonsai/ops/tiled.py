@@ -50,7 +50,7 @@ class Tile:
         return tile
 
 
-TILE = Tile()  # not measured yet on a GPU (bench/decode_bench.py --tiles compares shapes in one run)
+TILE = Tile()  # not measured on a GPU yet: `decode_bench.py --prefill-kernels tiled:64x64x8,...` compares shapes
 MIN_TOKENS: int | None = 32  # batches of at least this many tokens go tiled; None: never (the matvec only)
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine import Sampling
-from bonsai.engine import warmup
+from bonsai.engine import Sampling, warmup
 from bonsai.engine.native import load_engine
 from bonsai.gpu.backend import KernelCache
 from bonsai.gpu.recorder import Recorder
