@@ -46,7 +46,7 @@ def bench_gpu(a, ids):
         driver.BLOCK = a.block  # read when the cache makes its Attention
     t0 = time.perf_counter()
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps,
-                         warm_up=not a.no_warm_up)
+                         warm_up=not a.no_warm_up, **({"batch": a.batch} if a.batch else {}))
     load_s = time.perf_counter() - t0
     if a.prefill_tokens is None:  # 512 on a GPU; the prompt on a CPU adapter (lavapipe: minutes otherwise)
         cpu = str(engine.gpu.adapter.info.get("adapter_type", "")).lower() == "cpu"
@@ -98,7 +98,7 @@ def bench_gpu(a, ids):
 
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
-                  + f", {a.resident_steps} steps/readback" + (f", block {a.block}" if a.block else "")
+                  + f", {a.resident_steps} steps/readback, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
                   + (", GPU kernels" if a.gpu_kernels else "") + f", prefill {prefill_rows[0]['kernel']}"
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
         "prefill_tok_s": prefill_rows[0]["prefill_tok_s"],  # the first --prefill-kernels kernel, best round
@@ -181,6 +181,8 @@ def main() -> None:
     p.add_argument("--prefill-repeats", type=int, default=3, help="timed rounds per prefill kernel (best is reported)")
     p.add_argument("--old-prefill", action="store_true",
                    help="force the old prefill path (the matvec for every batch) for the whole run, load included")
+    p.add_argument("--batch", type=int, default=None,
+                   help="tokens per prefill step (the engine's batch; default: the engine's, 128)")
     p.add_argument("--no-warm-up", action="store_true",
                    help="load without compiling the kernels first (the first request compiles them, as before)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")

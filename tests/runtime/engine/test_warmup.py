@@ -52,7 +52,7 @@ def test_a_warm_up_without_the_tiled_batch_is_caught(gpu, tmp_path, monkeypatch)
     to the first request, and the count sees them."""
     monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
     monkeypatch.setattr(gpu, "_kernels", KernelCache())
-    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room: [2, 1])
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles: [2, 1])
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
     assert tiled.MIN_TOKENS is not None and _first_request(engine) > 0
@@ -71,8 +71,9 @@ def test_the_warm_up_leaves_no_trace(gpu, tmp_path):
 
 def test_warm_up_steps_fit_the_positions_and_the_batch():
     least = tiled.MIN_TOKENS or 2
-    assert warmup.step_lengths(128, 1000) == [least, 2, 1]
-    assert warmup.step_lengths(4, 1000) == [4, 2, 1]
-    assert warmup.step_lengths(1, 1000) == [1]
-    assert warmup.step_lengths(128, least + 1) == [least, 1]
-    assert warmup.step_lengths(128, 2) == [2]
+    assert warmup.step_lengths(128, 1000, True) == [least, 2, 1]
+    assert warmup.step_lengths(128, 1000, False) == [2, 1]  # no tiled kernel to compile (texture matrices)
+    assert warmup.step_lengths(4, 1000, True) == [4, 2, 1]
+    assert warmup.step_lengths(1, 1000, True) == [1]
+    assert warmup.step_lengths(128, least + 1, True) == [least, 1]
+    assert warmup.step_lengths(128, 2, True) == [2]
