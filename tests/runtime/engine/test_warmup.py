@@ -47,6 +47,13 @@ def test_a_warm_engine_compiles_nothing_in_its_first_requests(fresh, tmp_path, k
     assert _first_request(engine) == 0
 
 
+def test_a_new_cache_mode_is_warmed_too(fresh, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=fresh, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
+    engine.use_cache(kv="q4res", window=64)
+    assert engine.pos == 0 and _first_request(engine) == 0
+
+
 def test_a_warm_up_without_the_tiled_batch_is_caught(gpu, tmp_path, monkeypatch):
     """Mutation: a warm-up whose steps are all shorter than `tiled.MIN_TOKENS` leaves the tiled kernels
     to the first request, and the count sees them."""
