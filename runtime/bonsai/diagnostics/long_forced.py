@@ -21,6 +21,7 @@ from ..kv.format.codec import roundtrip
 from ..kv.format.modes import Mode, get_mode
 from ..kv.format.rotate import hadamard
 from ..reference.forward import KVCache, KVTransform, ReferenceModel, log_probs
+from .quality import stored_k, stored_v
 
 TOKENS = 1100  # the issue-16 bar: several windows' worth, past the ~500 positions lavapipe once broke at
 DECODE_TAIL = 4  # the last tokens go one at a time: the decode path at long positions
@@ -146,17 +147,9 @@ def mode_transform(mode: Mode, cache: KVCache, stored: list[tuple[np.ndarray, np
             return own
         return flips.count(stored[layer][kind][lo : lo + len(own)], own, mode.group if kind == 0 else 0)
 
-    def row_k(k: np.ndarray) -> np.ndarray:
-        if mode.k == "f32":
-            return k
-        return hadamard(roundtrip(hadamard(k), mode.k)) if mode.rotate_k else roundtrip(k, mode.k)
-
-    def row_v(v: np.ndarray) -> np.ndarray:
-        return v if mode.v == "f32" else roundtrip(v, mode.v)
-
     def rows(layer: int, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         old = cache.k[layer].shape[0] if len(cache.k) > layer else 0
-        return take(layer, 0, old, row_k(k)), take(layer, 1, old, row_v(v))
+        return take(layer, 0, old, stored_k(mode, k)), take(layer, 1, old, stored_v(mode, v))
 
     if not mode.grouped:
         return rows
@@ -166,7 +159,7 @@ def mode_transform(mode: Mode, cache: KVCache, stored: list[tuple[np.ndarray, np
         old = cache.k[layer].shape[0] if len(cache.k) > layer else 0
         done_before, done_after = old - old % G, (old + len(k)) // G * G  # full groups before / after the step
         if not mode.v_residual:
-            v = take(layer, 1, old, row_v(v))
+            v = take(layer, 1, old, stored_v(mode, v))
         if done_after == done_before:
             return k, v
         k_all = np.concatenate([cache.k[layer][done_before:], k]) if old else k.copy()
