@@ -11,6 +11,7 @@ the forced next token, and the first position where it exceeds 0.01.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -220,6 +221,9 @@ class LongForced:
         self.engine, self.model, self.ids, self.progress = engine, model, list(ids), progress
         self.steps = schedule(len(ids) - 1, engine.batch)  # the last token is only ever a target
         self._f32_ref: Forced | None = None
+        # references taken from stored rows, by the rows' digest: windowed runs store the same bits as
+        # whole-cache ones (the attention invariant), so each mode's second window reuses the first's
+        self._stored_refs: dict[tuple[str, str], tuple[Forced, float]] = {}
 
     def f32_reference(self) -> Forced:
         """The reference with f32 K/V (computed once)."""
@@ -242,6 +246,16 @@ class LongForced:
             self.progress(f"reference, kv {kv}: {time.perf_counter() - t0:.0f} s")
         return out
 
+    def _stored_reference(self, kv: str, stored: list[tuple[np.ndarray, np.ndarray]]) -> tuple[Forced, float]:
+        digest = hashlib.sha256()
+        for k, v in stored:
+            digest.update(np.ascontiguousarray(k).tobytes())
+            digest.update(np.ascontiguousarray(v).tobytes())
+        key = (kv, digest.hexdigest())
+        if key not in self._stored_refs:
+            self._stored_refs[key] = self._reference(kv, stored)
+        return self._stored_refs[key]
+
     def check(self, kv: str, window: int) -> Comparison:
         """One engine run in mode `kv` with `window`-position windows, against the reference."""
         self.engine.use_cache(kv=kv, window=window)
@@ -249,7 +263,7 @@ class LongForced:
         got = engine_forced(self.engine, self.ids, self.steps)
         seconds = time.perf_counter() - t0
         stored = stored_rows(self.engine)
-        want, flips = (self.f32_reference(), 0.0) if stored is None else self._reference(kv, stored)
+        want, flips = (self.f32_reference(), 0.0) if stored is None else self._stored_reference(kv, stored)
         out = compare(got, want, kv=kv, window=window, flips=flips, seconds=seconds)
         if self.progress:
             self.progress(out.describe())
