@@ -46,7 +46,8 @@ def bench_gpu(a, ids):
         driver.BLOCK = a.block  # read when the cache makes its Attention
     t0 = time.perf_counter()
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps,
-                         warm_up=not a.no_warm_up, **({"batch": a.batch} if a.batch else {}))
+                         max_positions=max(2048, len(ids) + a.new_tokens), warm_up=not a.no_warm_up,
+                         **({"batch": a.batch} if a.batch else {}))
     load_s = time.perf_counter() - t0
     if a.prefill_tokens is None:  # 512 on a GPU; the prompt on a CPU adapter (lavapipe: minutes otherwise)
         cpu = str(engine.gpu.adapter.info.get("adapter_type", "")).lower() == "cpu"

@@ -16,14 +16,13 @@ from ..ops import tiled
 from .progress import Progress
 
 
-def step_lengths(batch: int, room: int) -> list[int]:
-    """Token counts of the warm-up's batched steps within `room` positions: one that takes the tiled
-    matmul (where a batch can), one short batch, one token."""
-    big = max(2, min(batch, tiled.MIN_TOKENS or 2))
-    lengths = [n for n in (big, 2, 1) if n <= batch]
+def step_lengths(batch: int, room: int, tiles: bool) -> list[int]:
+    """Token counts of the warm-up's steps within `room` positions: a batch that takes the tiled matmul
+    (where the matrices can: `tiles`), a short batch, one token."""
+    big = max(2, min(batch, tiled.MIN_TOKENS or 2)) if tiles else 2
     out: list[int] = []
-    for n in dict.fromkeys(lengths):
-        if sum(out) + n <= room:
+    for n in dict.fromkeys((big, 2, 1)):
+        if n <= batch and sum(out) + n <= room:
             out.append(n)
     return out
 
@@ -34,7 +33,9 @@ def warm_up(engine: Any) -> int:
     gpu = engine.gpu
     before = gpu.compiled
     room = engine.max_positions - 2  # two more for the resident block
-    lengths = step_lengths(engine.batch, room)
+    layer = engine.weights.layers[0]  # a batch of MIN_TOKENS only where a matrix would take the tiled kernel
+    tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS, False)
+    lengths = step_lengths(engine.batch, room, tiles)
     resident = engine.resident_steps > 1 and bool(getattr(engine.cache, "can_park", False))
     with Progress("compiling kernels", len(lengths) + resident, enabled=engine.progress) as bar:
         for n in lengths:  # all rows' logits: the output matrix takes the batch's kernel too (`forward`)
