@@ -155,10 +155,11 @@ TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
     ("no barrier before the next chunk overwrites the tiles", "workgroupBarrier();  // every invocation is done", "//",
      _framed_ok),
     ("stores for tokens past t", "if (t >= nt) { continue; }", "", _framed_ok),
+    ("the second load of a round put in the first one's place", "put_x(i + WG, b);", "put_x(i, b);", _framed_ok),
     ("row guard off by one tile row", "if (rb + i < n) { store(", "if (rb + i < n + 4u) { store(", _framed_ok),
     ("Q4_1 quarters 1 and 3 read high nibbles", "let s = select(0u, 4u, e >= 2u);", "let s = select(0u, 4u, e >= 1u);",
      _q41_exact),
-    ("activations of the wrong chunk", "x[(t0 + tok) * xs_ + xo + c * 8u + q]", "x[(t0 + tok) * xs_ + xo + q]",
+    ("activations of the wrong chunk", "x[(t0 + tok) * xs_ + xo + c * 8u + i % 8u]", "x[(t0 + tok) * xs_ + xo + i % 8u]",
      _framed_ok),
 ]
 

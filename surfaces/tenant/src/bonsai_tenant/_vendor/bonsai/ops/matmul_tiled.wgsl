@@ -73,6 +73,32 @@ fn quarter(rb: u32, c: u32, e: u32) -> array<vec4<f32>, 2> {
     return o;
 }
 
+// Item i of the weight tile (row i % BM, quarter i / BM of chunk c): zeros past row n.
+fn load_w(i: u32, c: u32, r0: u32, n: u32, row_bytes: u32) -> array<vec4<f32>, 2> {
+    let row = i % BM;
+    if (r0 + row >= n) { return array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0)); }
+    return quarter((r0 + row) * row_bytes, c, i / BM);
+}
+
+fn put_w(i: u32, v: array<vec4<f32>, 2>) {  // k-major: ws[k][row / 4][row % 4]
+    let row = i % BM;
+    let e = i / BM;
+    for (var j = 0u; j < 8u; j++) { ws[(8u * e + j) * (BM / 4u) + row / 4u][row % 4u] = v[j / 4u][j % 4u]; }
+}
+
+// Item i of the activation tile (token i / 8, vec4 i % 8 of chunk c): zeros past token t.
+fn load_x(i: u32, c: u32, t0: u32, nt: u32, xs_: u32, xo: u32) -> vec4<f32> {
+    let tok = i / 8u;
+    if (t0 + tok >= nt) { return vec4<f32>(0.0); }
+    return x[(t0 + tok) * xs_ + xo + c * 8u + i % 8u];
+}
+
+fn put_x(i: u32, v: vec4<f32>) {  // k-major: xs[k][token / 4][token % 4]
+    let tok = i / 8u;
+    let q = i % 8u;
+    for (var j = 0u; j < 4u; j++) { xs[(4u * q + j) * (BN / 4u) + tok / 4u][tok % 4u] = v[j]; }
+}
+
 fn store(r: u32, t: u32, v: f32) {
     if (OUT == 2u) {
         store_split(r, t, v);
@@ -92,20 +118,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let tc = li / RT;   // its tokens: t0 + 4 tc + j, j < 4
     var acc: array<vec4<f32>, TM>;  // acc[4g + i][j]
     for (var c = 0u; c < k / 32u; c++) {
-        for (var i = li; i < 4u * BM; i += WG) {  // BM rows x 4 quarters of the chunk: row i % BM (one row per lane)
-            let row = i % BM;
-            let e = i / BM;
-            var v = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-            if (r0 + row < n) { v = quarter((r0 + row) * row_bytes, c, e); }
-            for (var j = 0u; j < 8u; j++) { ws[(8u * e + j) * (BM / 4u) + row / 4u][row % 4u] = v[j / 4u][j % 4u]; }
+        // BM rows x 4 quarters of the chunk (row i % BM: one row per lane), then BN tokens x 8 vec4s
+        // (token i / 8: coalesced reads); two loads written out per round, so they leave together (the
+        // H200's driver leaves loops rolled: matmul.wgsl's top comment), the same values either way
+        var i = li;
+        for (; i + WG < 4u * BM; i += 2u * WG) {
+            let a = load_w(i, c, r0, n, row_bytes);
+            let b = load_w(i + WG, c, r0, n, row_bytes);
+            put_w(i, a);
+            put_w(i + WG, b);
         }
-        for (var i = li; i < 8u * BN; i += WG) {  // BN tokens x 8 vec4s: token i / 8 (coalesced reads)
-            let tok = i / 8u;
-            let q = i % 8u;
-            var v = vec4<f32>(0.0);
-            if (t0 + tok < nt) { v = x[(t0 + tok) * xs_ + xo + c * 8u + q]; }
-            for (var j = 0u; j < 4u; j++) { xs[(4u * q + j) * (BN / 4u) + tok / 4u][tok % 4u] = v[j]; }
+        for (; i < 4u * BM; i += WG) { put_w(i, load_w(i, c, r0, n, row_bytes)); }
+        i = li;
+        for (; i + WG < 8u * BN; i += 2u * WG) {
+            let a = load_x(i, c, t0, nt, xs_, xo);
+            let b = load_x(i + WG, c, t0, nt, xs_, xo);
+            put_x(i, a);
+            put_x(i + WG, b);
         }
+        for (; i < 8u * BN; i += WG) { put_x(i, load_x(i, c, t0, nt, xs_, xo)); }
         workgroupBarrier();
         for (var kk = 0u; kk < 32u; kk++) {
             let xv = xs[kk * (BN / 4u) + tc];
