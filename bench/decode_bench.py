@@ -2,8 +2,8 @@
 
 Same model, same prompt, same lengths, one run. Also counts, per decoded token, the GPU dispatches
 (`Gpu.dispatch_count`), queue submits and host<->GPU transfers. Prefill (512 tokens on a GPU) is timed
-for each kernel of --prefill-kernels in the same process, interleaved (default: the tiled matmul and the
-old matvec, `prefill_timing.py`), and once as the first request after loading (the engine compiles its
+for each kernel of --prefill-kernels in the same process, interleaved (default: the matvec, the engine's
+default, and the opt-in tiled matmul, `prefill_timing.py`), and once as the first request after loading (the engine compiles its
 kernels at load, as `bonsai run` does). Prints tables and writes bench/results/decode_bench.json.
 Defaults suit lavapipe; on a real GPU raise --prompt-tokens/--new-tokens.
 
@@ -176,9 +176,10 @@ def main() -> None:
     p.add_argument("--new-tokens", type=int, default=16)
     p.add_argument("--prefill-tokens", type=int, default=None,
                    help="prefill timing length (default: 512 on a GPU, the prompt length on a CPU adapter)")
-    p.add_argument("--prefill-kernels", default="tiled,matvec",
+    p.add_argument("--prefill-kernels", default="matvec,tiled",
                    help="prefill kernels timed in this run, interleaved: tiled (the default tile), tiled:BMxBNxTM "
-                        "(e.g. tiled:64x64x8), matvec (the old path); the first one is the main row's prefill")
+                        "(e.g. tiled:64x64x8; opt-in, off in the engine), matvec (the engine's default); the first one is "
+                        "the main row's prefill")
     p.add_argument("--prefill-repeats", type=int, default=3, help="timed rounds per prefill kernel (best is reported)")
     p.add_argument("--old-prefill", action="store_true",
                    help="force the old prefill path (the matvec for every batch) for the whole run, load included")

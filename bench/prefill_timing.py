@@ -52,7 +52,7 @@ def compare(engine, ids: list[int], kernels: list[tuple[str, tiled.Tile | None]]
     """One row per kernel: best and median tok/s over `repeats` interleaved rounds, dispatches per
     prefill token, the argmax id it prefilled to."""
     default = (tiled.TILE, tiled.MIN_TOKENS)
-    min_tokens = tiled.MIN_TOKENS or 32
+    min_tokens = tiled.MIN_TOKENS or tiled.ON_THRESHOLD
     runs: dict[str, list[float]] = {label: [] for label, _ in kernels}
     facts: dict[str, tuple[int, int]] = {}
     try:

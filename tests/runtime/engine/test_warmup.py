@@ -17,6 +17,12 @@ TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=Fal
 PROMPT = [(7 * i) % 250 + 3 for i in range(150)]  # one 128-token batch (tiled on a GPU) and a 22-token one
 
 
+@pytest.fixture(autouse=True)
+def tiled_on(monkeypatch):
+    """The tiled matmul switched on (it is off by default): the warm-up must compile it too."""
+    monkeypatch.setattr(tiled, "MIN_TOKENS", tiled.ON_THRESHOLD)
+
+
 @pytest.fixture(params=["adapter", "gpu"])
 def fresh(request, gpu, monkeypatch):
     """The session's device with an empty kernel cache (what other tests compiled does not count), taking

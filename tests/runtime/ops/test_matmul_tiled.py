@@ -27,6 +27,12 @@ EPS = 2.0 ** -24
 SENTINEL = np.float32(7.0)
 
 
+@pytest.fixture(autouse=True)
+def tiled_on(monkeypatch):
+    """The tiled matmul switched on at its threshold (it is off by default, see ops/tiled.py)."""
+    monkeypatch.setattr(tiled, "MIN_TOKENS", tiled.ON_THRESHOLD)
+
+
 @pytest.fixture
 def always_tiled(monkeypatch):
     """Every buffer matmul takes the tiled kernel, even for one token (small shapes keep lavapipe fast)."""

@@ -2,8 +2,9 @@
 
 Prefill multiplies many tokens by the same weights; the matvec kernel (matmul.wgsl) decodes every weight
 again for each group of 8 tokens, the tiled kernel once per BN-token tile, from workgroup memory.
-`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture)
-matrices without a fused norm; decode steps (one token) keep the matvec.
+`matmul.dispatch` takes it, once switched on (`MIN_TOKENS`; off by default, see there), for batches of
+at least `MIN_TOKENS` tokens on buffer (non-texture) matrices without a fused norm; decode steps keep
+the matvec.
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ class Tile:
         return tile
 
 
-TILE = Tile()  # not measured on a GPU yet: `decode_bench.py --prefill-kernels tiled:64x64x8,...` compares shapes
-MIN_TOKENS: int | None = 32  # batches of at least this many tokens go tiled; None: never (the matvec only)
+TILE = Tile()
+# Batches of at least this many tokens go tiled; None: never (the matvec only). Off by default: on the
+# H200 (bench/NOTES.md, session 8) the tiled kernel prefilled 512 tokens at 0.95-0.96x the matvec's rate
+# in 512-token steps and 0.57x in the engine's 128-token steps (its gate/up matmul still takes ~1 ms,
+# ~1.8 TFLOP/s). `decode_bench.py --prefill-kernels tiled,...` and ON_THRESHOLD turn it on to tune it.
+ON_THRESHOLD = 32
+MIN_TOKENS: int | None = None
 
 
 def applies(m: Any, t: int, norm: bool) -> bool:
