@@ -95,7 +95,7 @@ def _write(ws: Workspace, surface: Surface, verify_import: bool) -> None:
         tree = stage(ws.root, plan, ws.lock_text(plan), ws.state(surface).kept)
         verify_output(ws, surface, tree, verify_import)
         install(tree, dest)
-        ws.wrote(dest)
+        ws.wrote(dest, plan)
     except BaseException:
         if tree is not None:
             remove_tree(tree)
