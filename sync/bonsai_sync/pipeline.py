@@ -36,6 +36,8 @@ class Workspace:
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
         self.verify_store = Store(folder, "verify")
+        # each surface's lock as last parsed or written: (sha256 of its bytes, its files)
+        self.lock_store = Store(folder, "lockfiles")
         # files hashed by an earlier run whose stat is unchanged since are not read again (no cache: all are)
         self.stat_store = Store(folder, "stats")
         self.stats = StatMemo(self.stat_store.get("files")) if folder is not None else None
@@ -188,7 +190,7 @@ class Workspace:
         if data is not None and previous is not None and data == previous[1].encode():
             return previous[0].by_rel()
         key = hashlib.sha256(data).hexdigest() if data is not None else None
-        known = self.plan_store.get(f"lock files {surface.name}")
+        known = self.lock_store.get(surface.name)
         if key is not None and known is not None and known[0] == key:
             return known[1]
         files = files_of(dest, self.lock_data(dest))
@@ -197,8 +199,8 @@ class Workspace:
         return files
 
     def _remember_lock(self, surface: Surface, sha: str, files: dict[str, PlannedFile]) -> None:
-        self.plan_store.put(f"lock files {surface.name}", (sha, files))
-        self.plan_store.save()
+        self.lock_store.put(surface.name, (sha, files))
+        self.lock_store.save()
 
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())

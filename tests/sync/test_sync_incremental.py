@@ -243,7 +243,7 @@ def test_remembering_lock_files_without_their_bytes_would_be_caught(make_repo, m
     real = Workspace._locked_files
 
     def by_name(self, surface, dest):
-        known = self.plan_store.get(f"lock files {surface.name}")
+        known = self.lock_store.get(surface.name)
         return known[1] if known is not None else real(self, surface, dest)
 
     monkeypatch.setattr(Workspace, "_locked_files", by_name)
