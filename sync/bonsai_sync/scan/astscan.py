@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from ..facts import Facts, ImportFact
+from .vcompare import settle
 from .walker import _HINTS, _IMPORT_ERRORS, _OPEN_HINTS, _Ctx
 
 # deeper trees go to libcst, which then fails or not exactly as it always did (it recurses per level)
@@ -206,16 +207,7 @@ class _Walker:
         other = _ints(right)
         if op is None or mine is None or other is None:
             return None
-        if isinstance(mine, int) or isinstance(other, int):
-            return op(mine, other) if isinstance(mine, int) and isinstance(other, int) else None
-        if mine == "full":
-            head = tuple(other[:2])
-            if head != self.target:
-                return op(self.target, head)
-            if len(other) > 2:
-                return None
-            return op((1,), ())
-        return op(tuple(mine), tuple(other))
+        return settle(op, mine, other, self.target)
 
     def version_value(self, node: ast.expr) -> Any:
         if _qualname(node, self.aliases) == "sys.version_info":
