@@ -103,7 +103,8 @@ def bench_gpu(a, ids):
         Recorder.is_cpu = property(lambda self: False)  # type: ignore[method-assign,assignment]
     if a.block is not None:
         driver.BLOCK = a.block  # read when the cache makes its Attention
-    engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps)
+    engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps,
+                         max_positions=max(2048, len(ids) + a.new_tokens))
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay

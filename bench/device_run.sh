@@ -14,6 +14,38 @@ AFTER=$PWD/.site:$PWD/runtime
 OUT=${OUT:-/tmp/out}
 mkdir -p /root/m "$OUT"
 case "$1" in
+part)
+  # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
+  # keeps its disk ~30 s between calls) leave /root/m/partNN for `compare`
+  cp ".model/$2" "/root/m/$2" && ls -la /root/m
+  ;;
+compare)
+  # bench/device_run.sh compare (carry also .ll/llama.xz, a copy of ../shared/device/llamacpp/llama.xz): decode/prefill at 1K (f32, q4res) and 8K beside llama.cpp -d 1024,8192
+  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf
+  M=/root/m/model.gguf
+  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  run() { name=$1; shift; PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py --model $M --no-reference "$@" \
+      --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
+  # with carry .before (.before/runtime = `git archive <before> runtime/bonsai`): before and after interleaved
+  before() { [ -d .before/runtime ] && AFTER=$PWD/.site:$PWD/.before/runtime run "$@"; }
+  K1="--prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512"
+  before f32_before $K1 --label "before f32 1K"
+  run f32 $K1 --label "f32 1K"
+  before q4res_before --kv q4res $K1 --label "before q4res 1K"
+  run q4res --kv q4res $K1 --label "q4res 1K"
+  timeout 240 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024,8192 -ngl 99 -r 3 -dev Vulkan0 2>&1 | tee "$OUT/llama.txt"
+  run f32_8k --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "f32 8K"
+  before f32_8k_before --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "before f32 8K"
+  run q4res_8k --kv q4res --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "q4res 8K"
+  before q4res_8k_before --kv q4res --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "before q4res 8K"
+  for v in before after; do  # where a decode step's GPU time goes, per kernel
+    R=$AFTER; [ $v = before ] && R=$PWD/.site:$PWD/.before/runtime; [ $v = before ] && [ ! -d .before/runtime ] && continue
+    PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --out "$OUT/kp_$v.json" \
+        2>&1 | grep -v Warning | head -n 16 | sed "s/^/$v: /"
+  done
+  before f32_before_again $K1 --label "before f32 1K again"
+  run f32_again $K1 --label "f32 1K again"
+  ;;
 kv)
   # needs carry [.gl, .whl, .before] where .before/runtime = `git archive <before> runtime/bonsai`
   [ -f .model/part00 ] && cp .model/part00 /root/m/part00

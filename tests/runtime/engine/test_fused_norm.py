@@ -8,9 +8,11 @@ import pytest
 
 from bonsai.engine.native import load_engine
 from bonsai.ops import matmul as mm
+from tests.helpers.shader_patch import patch_shader
 from tests.helpers.synthetic import write_tiny_gguf
 
-TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+# dim 320: each of the 64 invocations sums five squares, one round of four written-out loads and a tail
+TINY = dict(dim=320, n_heads=5, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
 
 
 @pytest.fixture
@@ -54,3 +56,10 @@ def test_a_norm_kernel_that_sums_in_another_order_is_caught(engine, monkeypatch)
     monkeypatch.setattr(rmsnorm, "WG", 32)
     monkeypatch.setattr(mm, "fuses_norm", lambda m: m.tex is None)
     assert not np.array_equal(_logits(engine, False), fused)
+
+
+def test_a_fused_sum_that_loses_a_square_of_its_round_is_caught(engine, monkeypatch):
+    """Mutation: the matmul's round of four loads counts one square twice and drops another."""
+    plain = _logits(engine, False)
+    patch_shader(monkeypatch, engine.gpu, "matmul.wgsl", "                    s += v2 * v2;", "                    s += v1 * v1;")
+    assert not np.array_equal(_logits(engine, True), plain)

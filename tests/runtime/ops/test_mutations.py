@@ -48,13 +48,15 @@ def _matmul_within_bound(gpu, name, texture=False):
 
 
 MATMUL_MUTANTS = [  # (what, qtype, old, new, check)
-    ("Q4_1 nibbles high-first", "Q4_1", "o[v] = nib_lo(q) * dm.x + dm.y;", "o[v] = nib_lo(q >> 4u) * dm.x + dm.y;",
+    ("Q4_1 nibbles high-first", "Q4_1", "o[1] = nib_lo(q1) * dm.x + dm.y;", "o[1] = nib_lo(q1 >> 4u) * dm.x + dm.y;",
      _dequant_exact),
     ("Q1_0 sign bit inverted", "Q1_0", "select(vec4<f32>(-d), vec4<f32>(d),", "select(vec4<f32>(d), vec4<f32>(-d),",
      _dequant_exact),
     ("unaligned word assembled with the wrong shift", "Q8_0", "(w[i] >> 16u) | (w[i + 1u] << 16u)",
      "(w[i] >> 8u) | (w[i + 1u] << 24u)", _dequant_exact),
     ("Q4_0 offset 8 forgotten", "Q4_0", "o[v] = (nib_lo(q) - 8.0) * d;", "o[v] = nib_lo(q) * d;", _dequant_exact),
+    ("Q8_0 a word of the chunk loaded twice", "Q8_0", "let q5 = word_at(b + 22u);", "let q5 = word_at(b + 18u);",
+     _dequant_exact),
     ("workgroup reduction drops the last lanes", "Q4_1", "if (lane < stride) {", "if (lane < stride && stride > 1u) {",
      _matmul_within_bound),
 ]

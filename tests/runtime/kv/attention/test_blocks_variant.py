@@ -41,6 +41,30 @@ def test_blocks_variant_with_the_runtime_block_size(gpu, monkeypatch):
     assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]
 
 
+# Windows of 100 positions hold 13 blocks of 8; 67 and 20 split them differently (9 and 3 blocks). A
+# full block folds its 8 positions in the fold's round of eight loads, an open one in its tail;
+# head_dim 64 takes the score's rounds of eight.
+UNROLLED = dict(kv_len=100, windows=[100, 67, 20])
+
+
+def test_blocks_variant_across_the_rounds_of_loads(gpu):
+    results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=("f32", "q4res"), head_dims=(64,), prefill=6),
+                         UNROLLED["windows"], variant="blocks")
+    assert results and all(r.ok for r in results), [r.describe() for r in results if not r.ok][:3]
+
+
+@pytest.mark.parametrize(("kernel", "old", "new"), [
+    ("blocks.wgsl", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
+    ("blocks.wgsl", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u]);", "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u]);"),
+    ("blocks.wgsl", "                dot = dot + qs[d + 5u] * k5;", "                dot = dot + qs[d + 5u] * k4;"),
+], ids=["fold drops the tail", "fold reuses a V row", "score reuses a K value"])
+def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, kernel, old, new):
+    patch_shader(monkeypatch, gpu, kernel, old, new)
+    results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=("f32",), head_dims=(64,), prefill=6),
+                         UNROLLED["windows"], variant="blocks")
+    assert any(not r.ok for r in results)
+
+
 def test_blocks_variant_passes_the_mutation_suite_without_mutations(gpu):
     assert all(r.ok for r in check_mutation(gpu, Mutations(), kv_len=20, prefill=4, variant="blocks"))
 

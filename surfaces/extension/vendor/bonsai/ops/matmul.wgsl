@@ -4,6 +4,8 @@
 // rows x TT tokens; LANES threads stride over a row's 32-weight chunks, then reduce in shared memory.
 // f16 is unpacked with unpack2x16float (no shader-f16). 18/34-byte blocks are only 2-byte aligned,
 // so 32-bit words are assembled from two halves (`word_at`); buffers carry >= 1 word of padding.
+// Loads in a loop are written out where it matters (Q4_1, Q8_0 chunks; the norm's sum of squares): on
+// the H200 the driver left such loops rolled, so each iteration waited for its own memory round trip.
 
 const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
 const WG: u32 = {{WG}}u;
@@ -69,17 +71,37 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
     } else if (QTYPE == 3u) {
         let i = (rb >> 2u) + c * 5u;
         let dm = unpack2x16float(w[i]);
-        for (var v = 0u; v < 4u; v++) {
-            let q = w[i + 1u + v];
-            o[v] = nib_lo(q) * dm.x + dm.y;
-            o[v + 4u] = nib_lo(q >> 4u) * dm.x + dm.y;
-        }
+        let q0 = w[i + 1u];  // written out: the four loads leave together (see the top of this file)
+        let q1 = w[i + 2u];
+        let q2 = w[i + 3u];
+        let q3 = w[i + 4u];
+        o[0] = nib_lo(q0) * dm.x + dm.y;
+        o[4] = nib_lo(q0 >> 4u) * dm.x + dm.y;
+        o[1] = nib_lo(q1) * dm.x + dm.y;
+        o[5] = nib_lo(q1 >> 4u) * dm.x + dm.y;
+        o[2] = nib_lo(q2) * dm.x + dm.y;
+        o[6] = nib_lo(q2 >> 4u) * dm.x + dm.y;
+        o[3] = nib_lo(q3) * dm.x + dm.y;
+        o[7] = nib_lo(q3 >> 4u) * dm.x + dm.y;
     } else if (QTYPE == 8u) {
         let b = rb + c * 34u;
         let d = half_at(b);
-        for (var v = 0u; v < 8u; v++) {
-            o[v] = i8x4(word_at(b + 2u + 4u * v)) * d;
-        }
+        let q0 = word_at(b + 2u);  // written out: the eight loads leave together
+        let q1 = word_at(b + 6u);
+        let q2 = word_at(b + 10u);
+        let q3 = word_at(b + 14u);
+        let q4 = word_at(b + 18u);
+        let q5 = word_at(b + 22u);
+        let q6 = word_at(b + 26u);
+        let q7 = word_at(b + 30u);
+        o[0] = i8x4(q0) * d;
+        o[1] = i8x4(q1) * d;
+        o[2] = i8x4(q2) * d;
+        o[3] = i8x4(q3) * d;
+        o[4] = i8x4(q4) * d;
+        o[5] = i8x4(q5) * d;
+        o[6] = i8x4(q6) * d;
+        o[7] = i8x4(q7) * d;
     } else if (QTYPE == 41u) {
         let b = rb + (c >> 2u) * 18u;
         let d = half_at(b);
@@ -110,7 +132,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             var s = 0.0;
             if (t0 + t < nt) {
                 let fb = ((t0 + t) * xs + xo) * 4u;
-                for (var i = li; i < k; i += WG) { let v = x[(fb + i) / 4u][(fb + i) % 4u]; s += v * v; }
+                var i = li;
+                for (; i + 3u * WG < k; i += 4u * WG) {  // four loads written out, summed in the same order
+                    let v0 = x[(fb + i) / 4u][(fb + i) % 4u];
+                    let v1 = x[(fb + i + WG) / 4u][(fb + i + WG) % 4u];
+                    let v2 = x[(fb + i + 2u * WG) / 4u][(fb + i + 2u * WG) % 4u];
+                    let v3 = x[(fb + i + 3u * WG) / 4u][(fb + i + 3u * WG) % 4u];
+                    s += v0 * v0;
+                    s += v1 * v1;
+                    s += v2 * v2;
+                    s += v3 * v3;
+                }
+                for (; i < k; i += WG) { let v = x[(fb + i) / 4u][(fb + i) % 4u]; s += v * v; }
             }
             part[li * TT + t] = s;
         }

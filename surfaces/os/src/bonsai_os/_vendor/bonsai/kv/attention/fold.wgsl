@@ -9,6 +9,27 @@ fn score(r: u32, pos: u32) -> f32 {
     var dot = 0.0;
     if (K_BITS == 32u || K_C4 || K_ASYM) {
         let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
+        if (HD % 8u == 0u) {  // eight K values loaded before they are summed (as in fold_range); same sum
+            for (var d = 0u; d < HD; d = d + 8u) {
+                let k0 = k_elem(kb, gb, d);
+                let k1 = k_elem(kb, gb, d + 1u);
+                let k2 = k_elem(kb, gb, d + 2u);
+                let k3 = k_elem(kb, gb, d + 3u);
+                let k4 = k_elem(kb, gb, d + 4u);
+                let k5 = k_elem(kb, gb, d + 5u);
+                let k6 = k_elem(kb, gb, d + 6u);
+                let k7 = k_elem(kb, gb, d + 7u);
+                dot = dot + qs[d] * k0;
+                dot = dot + qs[d + 1u] * k1;
+                dot = dot + qs[d + 2u] * k2;
+                dot = dot + qs[d + 3u] * k3;
+                dot = dot + qs[d + 4u] * k4;
+                dot = dot + qs[d + 5u] * k5;
+                dot = dot + qs[d + 6u] * k6;
+                dot = dot + qs[d + 7u] * k7;
+            }
+            return dot * p.qk_scale;
+        }
         for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
         return dot * p.qk_scale;
     }
@@ -54,9 +75,23 @@ fn pos_v(pos: u32, g: u32, j: u32, s: f32) -> f32 {
     return v_elem(v_row(pos, g), j);
 }
 
+// One position folded into (m, l, acc[j]): score s, V value v.
+fn fold_one(s: f32, v: f32, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<function, f32>) {
+    let m_new = max(*m, s);
+    let c_old = exp(*m - m_new);
+    let e = exp(s - m_new);
+    *l = *l * c_old + e;
+    *acc = *acc * c_old + e * v;
+    *m = m_new;
+}
+
 // Fold positions [lo, hi) of KV head g into (m, l, acc[j]), one position at a time in increasing
 // order: scores HD at a time (invocation i: position base + i), then every invocation folds them
 // into (m, l) (computed identically by all) and its own acc[j]. Call from uniform control flow.
+// The V values of eight positions are loaded (written out, not in a loop or an array) before any
+// of them is folded: the H200 then waits for one memory round trip per eight positions instead of
+// one per position (bench/NOTES.md, session 7: 25.4 us per layer at 1K context before, 12.6 us after).
+// The values and the order of the operations are those of one position at a time.
 fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<function, f32>,
               acc: ptr<function, f32>) {
     for (var b = lo; b < hi; b = b + HD) {
@@ -66,16 +101,26 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
         }
         workgroupBarrier();
         let nb = min(HD, hi - b);
-        for (var i = 0u; i < nb; i = i + 1u) {
-            let s = sc[i];
-            let m_new = max(*m, s);
-            let c_old = exp(*m - m_new);
-            let e = exp(s - m_new);
-            *l = *l * c_old + e;
-            let v = pos_v(b + i, g, j, vs[i]);
-            *acc = *acc * c_old + e * v;
-            *m = m_new;
+        var i = 0u;
+        for (; i + 8u <= nb; i = i + 8u) {
+            let v0 = pos_v(b + i + 0u, g, j, vs[i + 0u]);
+            let v1 = pos_v(b + i + 1u, g, j, vs[i + 1u]);
+            let v2 = pos_v(b + i + 2u, g, j, vs[i + 2u]);
+            let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u]);
+            let v4 = pos_v(b + i + 4u, g, j, vs[i + 4u]);
+            let v5 = pos_v(b + i + 5u, g, j, vs[i + 5u]);
+            let v6 = pos_v(b + i + 6u, g, j, vs[i + 6u]);
+            let v7 = pos_v(b + i + 7u, g, j, vs[i + 7u]);
+            fold_one(sc[i + 0u], v0, m, l, acc);
+            fold_one(sc[i + 1u], v1, m, l, acc);
+            fold_one(sc[i + 2u], v2, m, l, acc);
+            fold_one(sc[i + 3u], v3, m, l, acc);
+            fold_one(sc[i + 4u], v4, m, l, acc);
+            fold_one(sc[i + 5u], v5, m, l, acc);
+            fold_one(sc[i + 6u], v6, m, l, acc);
+            fold_one(sc[i + 7u], v7, m, l, acc);
         }
+        for (; i < nb; i = i + 1u) { fold_one(sc[i], pos_v(b + i, g, j, vs[i]), m, l, acc); }
         workgroupBarrier();  // the scores are read by all before the next round overwrites them
     }
 }
