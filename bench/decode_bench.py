@@ -1,10 +1,14 @@
 """Decode benchmark: prefill and decode tokens/s of the GPU engine beside the numpy reference forward.
 
 Same model, same prompt, same lengths, one run. Also counts, per decoded token, the GPU dispatches
-(`Gpu.dispatch_count`), queue submits and host<->GPU transfers. Prints a table and writes
-bench/results/decode_bench.json. Defaults suit lavapipe; on a real GPU raise --prompt-tokens/--new-tokens.
+(`Gpu.dispatch_count`), queue submits and host<->GPU transfers. Prefill (512 tokens on a GPU) is timed
+for each kernel of --prefill-kernels in the same process, interleaved (default: the matvec, the engine's
+default, and the opt-in tiled matmul, `prefill_timing.py`), and once as the first request after loading (the engine compiles its
+kernels at load, as `bonsai run` does). Prints tables and writes bench/results/decode_bench.json.
+Defaults suit lavapipe; on a real GPU raise --prompt-tokens/--new-tokens.
 
     python bench/decode_bench.py [--model PATH] [--prompt-tokens 32] [--new-tokens 16] [--kv f32]
+                                 [--prefill-kernels tiled,matvec,tiled:64x64x8] [--old-prefill]
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+import prefill_timing
+from counters import CountingQueue, count_passes, count_reads, dispatch_cost_us
 
 from bonsai.engine.native import load_engine
 from bonsai.gpu.recorder import Recorder
 from bonsai.kv.attention import driver
 from bonsai.kv.format.modes import MODES
 from bonsai.models import resolve_model
+from bonsai.ops import tiled
 from bonsai.reference import ReferenceModel
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
@@ -30,97 +37,36 @@ PROMPT = ("The history of the printing press begins in the fifteenth century, wh
           "produce books quickly and cheaply. Within a few decades printing shops had spread across Europe, ")
 
 
-class _CountingQueue:
-    """Wraps the device queue to count submits, writes and reads (the host round-trips per token).
-
-    `Gpu.read` records its copy into the kept readback buffer in the open encoder and submits it with
-    the step's work (a read is counted by `count_reads`); wgpu-py's `read_buffer` only for huge reads."""
-
-    def __init__(self, queue):
-        self._q, self.submits, self.writes, self.reads = queue, 0, 0, 0
-
-    def submit(self, *a, **k):
-        self.submits += 1
-        return self._q.submit(*a, **k)
-
-    def write_buffer(self, *a, **k):
-        self.writes += 1
-        return self._q.write_buffer(*a, **k)
-
-    def read_buffer(self, *a, **k):
-        self.reads += 1
-        return self._q.read_buffer(*a, **k)
-
-    def __getattr__(self, name):
-        return getattr(self._q, name)
-
-
-def count_reads(gpu, queue: _CountingQueue) -> None:
-    """Count `Gpu.read`s (and `wait`s) as reads: they go through the kept readback buffer."""
-    real = gpu._read_after_recorded
-
-    def counted(*a, **k):
-        queue.reads += 1
-        return real(*a, **k)
-
-    gpu._read_after_recorded = counted
-
-
-def count_passes(gpu):
-    """Count compute passes ended (a pass ends at a submit or at a buffer copy)."""
-    box = [0]
-    real = gpu._end_pass
-
-    def counted():
-        if gpu._pass is not None:
-            box[0] += 1
-        real()
-
-    gpu._end_pass = counted
-    return box
-
-
-def dispatch_cost_us(gpu, n=2000):
-    """Python-side cost of recording one dispatch in a shared pass (cached pipeline and bind group)."""
-    import numpy as np
-
-    k = gpu.kernel("bonsai.kv.attention", "finalize.wgsl", HEAD_DIM=64, FOLDS=1)
-    prm = gpu.upload(np.array([0, 0, 1, 1, 0, 0, 0, 0], np.uint32))  # n_q * n_heads = 0: no work
-    st, out = gpu.buffer(1024), gpu.buffer(1024)
-    gpu.dispatch(k, [prm, st, out], 1)
-    gpu.wait()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        gpu.dispatch(k, [prm, st, out], 1)
-    dt = time.perf_counter() - t0
-    gpu.wait()
-    gpu.dispatch_count -= n + 1
-    return dt / n * 1e6
-
-
 def bench_gpu(a, ids):
     if a.gpu_kernels:  # every kernel choice reads `is_cpu` (matmul upload, norm fusion, attention variant)
         Recorder.is_cpu = property(lambda self: False)  # type: ignore[method-assign,assignment]
+    if a.old_prefill:  # the matvec for every batch, from the load on (its warm-up compiles no tiled kernel)
+        tiled.MIN_TOKENS = None
     if a.block is not None:
         driver.BLOCK = a.block  # read when the cache makes its Attention
+    t0 = time.perf_counter()
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps,
-                         max_positions=max(2048, len(ids) + a.new_tokens))
+                         max_positions=max(2048, len(ids) + a.new_tokens), warm_up=not a.no_warm_up,
+                         **({"batch": a.batch} if a.batch else {}))
+    load_s = time.perf_counter() - t0
+    if a.prefill_tokens is None:  # 512 on a GPU; the prompt on a CPU adapter (lavapipe: minutes otherwise)
+        cpu = str(engine.gpu.adapter.info.get("adapter_type", "")).lower() == "cpu"
+        a.prefill_tokens = len(ids) if cpu else 512
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
+    pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
+    compiled0 = engine.gpu.compiled
+    first_s = prefill_timing.time_one(engine, pf_ids)[0]  # the first request, as `bonsai run` meets it
+    first_compiled = engine.gpu.compiled - compiled0
     engine.generate(ids[:4], max_tokens=2)  # warm-up: compile pipelines, create bind groups
     engine.reset()
-    pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
-    engine.prefill_argmax(pf_ids)  # warm-up at this length (parameter buffers), then timed
-    engine.reset()
-    t0 = time.perf_counter()
-    engine.prefill_argmax(pf_ids)
-    prefill_s = time.perf_counter() - t0
-    engine.reset()
-    q = engine.gpu.queue = _CountingQueue(engine.gpu.queue)
+    kernels = prefill_timing.parse_kernels(prefill_timing.MATVEC if a.old_prefill else a.prefill_kernels)
+    prefill_rows = prefill_timing.compare(engine, pf_ids, kernels, a.prefill_repeats)
+    q = engine.gpu.queue = CountingQueue(engine.gpu.queue)
     passes = count_passes(engine.gpu)
     if hasattr(engine.gpu, "_read_after_recorded"):
         count_reads(engine.gpu, q)
@@ -153,10 +99,15 @@ def bench_gpu(a, ids):
 
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
-                  + f", {a.resident_steps} steps/readback" + (f", block {a.block}" if a.block else "")
-                  + (", GPU kernels" if a.gpu_kernels else "")
+                  + f", {a.resident_steps} steps/readback, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
+                  + (", GPU kernels" if a.gpu_kernels else "") + f", prefill {prefill_rows[0]['kernel']}"
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
-        "prefill_tok_s": len(pf_ids) / prefill_s,  # the timed prefill (was len(ids): the decode context)
+        "prefill_tok_s": prefill_rows[0]["prefill_tok_s"],  # the first --prefill-kernels kernel, best round
+        "prefill_kernels": prefill_rows,
+        "first_prefill_tok_s": len(pf_ids) / first_s,  # the first prefill after loading
+        "first_prefill_compiled": first_compiled,  # pipelines it compiled (0 with the load's warm-up)
+        "load_s": load_s,  # weights, and the warm-up unless --no-warm-up
+        "warmed_kernels": engine.warmed_kernels,
         "decode_tok_s": n / decode_s,
         "dispatches_per_token": disp,
         **counts,
@@ -219,11 +170,23 @@ def bench_hf(a, ids):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None)
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--new-tokens", type=int, default=16)
-    p.add_argument("--prefill-tokens", type=int, default=None, help="prefill timing length (default: prompt)")
+    p.add_argument("--prefill-tokens", type=int, default=None,
+                   help="prefill timing length (default: 512 on a GPU, the prompt length on a CPU adapter)")
+    p.add_argument("--prefill-kernels", default="matvec,tiled",
+                   help="prefill kernels timed in this run, interleaved: tiled (the default tile), tiled:BMxBNxTM "
+                        "(e.g. tiled:64x64x8; opt-in, off in the engine), matvec (the engine's default); the first one is "
+                        "the main row's prefill")
+    p.add_argument("--prefill-repeats", type=int, default=3, help="timed rounds per prefill kernel (best is reported)")
+    p.add_argument("--old-prefill", action="store_true",
+                   help="force the old prefill path (the matvec for every batch) for the whole run, load included")
+    p.add_argument("--batch", type=int, default=None,
+                   help="tokens per prefill step (the engine's batch; default: the engine's, 128)")
+    p.add_argument("--no-warm-up", action="store_true",
+                   help="load without compiling the kernels first (the first request compiles them, as before)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
     p.add_argument("--kv", default="f32", choices=sorted(MODES))
     p.add_argument("--window", type=int, default=2048)
@@ -242,8 +205,6 @@ def main() -> None:
     p.add_argument("--hf", action="store_true", help="also time Hugging Face transformers (needs torch)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "decode_bench.json"))
     a = p.parse_args()
-    if a.prefill_tokens is None:
-        a.prefill_tokens = a.prompt_tokens
     from bonsai.gguf import GGUFReader
     from bonsai.tokenizer import Tokenizer
 
@@ -276,6 +237,7 @@ def main() -> None:
     for r in rows[1:]:
         print(f"bonsai / {r['engine'][:40]}: decode {g['decode_tok_s'] / r['decode_tok_s']:.2f}x, "
               f"prefill {g['prefill_tok_s'] / r['prefill_tok_s']:.2f}x")
+    prefill_timing.print_table(g, a.prefill_repeats)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"model": str(resolve_model(a.model)), "prompt_tokens": len(ids),

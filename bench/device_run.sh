@@ -46,6 +46,25 @@ compare)
   before f32_before_again $K1 --label "before f32 1K again"
   run f32_again $K1 --label "f32 1K again"
   ;;
+final)
+  # bench/device_run.sh final (carry .whl .gl .before .ll; .before = `git archive <before> runtime/bonsai bench`):
+  # decode and the prefill kernels side by side, the version before, llama.cpp and Hugging Face in one call
+  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf
+  M=/root/m/model.gguf
+  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256"
+  b() { name=$1; shift; PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 150 python3 .before/bench/decode_bench.py $K1 \
+      --prefill-tokens 512 "$@" --out "$OUT/$name.json" 2>&1 | grep -v Warning | tee "$OUT/$name.txt"; }
+  a() { name=$1; shift; PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py $K1 "$@" \
+      --out "$OUT/$name.json" 2>&1 | grep -v Warning | tee "$OUT/$name.txt"; }
+  a after --prefill-kernels tiled,tiled:64x64x8,tiled:64x32x4,matvec --batch 512 --label "after, batch 512" --hf
+  b before --label "before"
+  a after_q4res --kv q4res --prefill-kernels tiled,matvec --batch 512 --label "after q4res, batch 512"
+  timeout 200 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024,8192 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -v ggml_vulkan
+  a after_r64 --prefill-kernels tiled --resident-steps 64 --label "after, 64 steps/readback"
+  a after_b128 --prefill-kernels tiled,matvec --label "after, batch 128"
+  b before_again --label "before again"
+  ;;
 kv)
   # needs carry [.gl, .whl, .before] where .before/runtime = `git archive <before> runtime/bonsai`
   [ -f .model/part00 ] && cp .model/part00 /root/m/part00

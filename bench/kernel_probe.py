@@ -1,12 +1,13 @@
-"""Where a decode step's GPU time goes: each distinct dispatch of a taped decode step, repeated in one pass.
+"""Where a decode (or prefill) step's GPU time goes: each distinct dispatch of a step, repeated in one pass.
 
 Prefills a context, decodes a few greedy steps on the GPU-resident loop so the step is taped, then for
 every distinct (kernel, bindings, workgroups) of the tape records it `--reps` times into one compute
 pass and times submit-to-idle: the GPU microseconds per dispatch of that kind, barriers included. The
 whole tape replayed `--reps` times gives the step's own GPU time, and the Python time to replay it.
-Prints a table and writes JSON.
+With --prefill T the step is a T-token prefill batch at position 0 instead (--old-prefill: with the old
+matvec rather than the tiled matmul). Prints a table and writes JSON.
 
-    python bench/kernel_probe.py [--model PATH] [--context 1024] [--kv f32] [--reps 200]
+    python bench/kernel_probe.py [--model PATH] [--context 1024] [--kv f32] [--reps 200] [--prefill 512]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from bonsai.engine.native import load_engine
 from bonsai.kv.attention import driver
 from bonsai.kv.format.modes import MODES
+from bonsai.ops import tiled
 
 PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
           "combined movable metal type, oil-based ink and a wooden screw press. ")
@@ -32,9 +34,25 @@ def _names(gpu) -> dict[int, str]:
     for key, kernel in gpu._kernels._kernels.items():
         if len(key) == 4 and isinstance(key[3], tuple) and all(isinstance(c, tuple) for c in key[3]):
             consts = dict(key[3])  # the canonical key: (package, file, entry, sorted constants)
-            tag = ",".join(f"{k}={v}" for k, v in consts.items() if k in ("QTYPE", "OUT", "ACCUM", "TT", "LANES", "BLOCK"))
+            keys = ("QTYPE", "OUT", "ACCUM", "TT", "LANES", "BLOCK", "BM", "BN", "TM")
+            tag = ",".join(f"{k}={v}" for k, v in consts.items() if k in keys)
             out[id(kernel.pipeline)] = f"{key[1]}" + (f"({tag})" if tag else "")
     return out
+
+
+def _prefill_tape(engine, ids: list[int]) -> list:
+    """The dispatches of one prefill step of `ids` at position 0: recorded once while taping (its writes make
+    it no replayable step, but each dispatch can be repeated), then finished and forgotten."""
+    engine.prefill_argmax(ids)  # compile, make every buffer and parameter block first
+    engine.reset()
+    gpu = engine.gpu
+    gpu.start_tape()
+    engine.model.record(ids, 0, all_logits=False)
+    tape = list(gpu._tape)
+    gpu.stop_tape()
+    engine.cache.sync_host()
+    engine.reset()
+    return tape
 
 
 def _timed(gpu, entries, reps: int) -> tuple[float, float]:
@@ -56,16 +74,26 @@ def main() -> None:
     p.add_argument("--block", type=int, default=None,
                    help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--reps", type=int, default=200)
+    p.add_argument("--prefill", type=int, default=0,
+                   help="probe a prefill step of this many tokens at position 0 (default: a decode step at --context)")
+    p.add_argument("--old-prefill", action="store_true", help="the old matvec for batches (no tiled matmul)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kernel_probe.json"))
     a = p.parse_args()
     if a.block is not None:
         driver.BLOCK = a.block  # read when the cache makes its Attention
-    engine = load_engine(a.model, kv=a.kv, progress=False)
+    if a.old_prefill:
+        tiled.MIN_TOKENS = None
+    engine = load_engine(a.model, kv=a.kv, progress=False, batch=max(128, a.prefill))
     ids = engine.tokenizer.encode(PROMPT)
-    ids = (ids * (1 + a.context // len(ids)))[: a.context]
-    tok = engine.prefill_argmax(ids)
-    tok = engine._steps_on_gpu(tok, 4, lambda j: None)[-1]
-    tape = [e for e in engine.model._tape if e is not None and len(e) == 3]  # dispatches (not texture copies)
+    ids = (ids * (1 + max(a.context, a.prefill) // len(ids)))[: max(a.context, a.prefill)]
+    if a.prefill:
+        a.context = 0
+        tape = _prefill_tape(engine, ids[: a.prefill])
+    else:
+        tok = engine.prefill_argmax(ids)
+        tok = engine._steps_on_gpu(tok, 4, lambda j: None)[-1]
+        tape = engine.model._tape
+    tape = [e for e in tape if e is not None and len(e) == 3]  # dispatches (not texture copies)
     gpu, names = engine.gpu, _names(engine.gpu)
     kinds = Counter((id(e[0]), e[2]) for e in tape)
     first = {}
@@ -82,8 +110,8 @@ def main() -> None:
     py_s, gpu_s = _timed(gpu, tape, 20)
     step = {"dispatches": len(tape), "gpu_ms_per_step": (gpu_s - base) / 20 * 1e3, "round_trip_ms": base * 1e3, "python_ms_per_step": py_s / 20 * 1e3,
             "sum_of_kinds_ms": sum(r["step_us"] for r in rows) / 1e3}
-    print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}, block {driver.BLOCK}: {len(tape)} dispatches "
-          "per taped step")
+    what = f"prefill of {a.prefill} ({'matvec' if a.old_prefill else 'tiled'})" if a.prefill else f"context {a.context}"
+    print(f"{engine.gpu.description}, kv {a.kv}, {what}, block {driver.BLOCK}: {len(tape)} dispatches per step")
     print(f"{'kernel':48} {'groups':>14} {'n/step':>6} {'us each':>8} {'us/step':>8}")
     for r in rows:
         print(f"{r['kernel'][:48]:48} {str(tuple(r['groups'])):>14} {r['per_step']:6d} {r['gpu_us']:8.2f} "
@@ -92,7 +120,8 @@ def main() -> None:
           f"{step['sum_of_kinds_ms']:.3f}), Python replay {step['python_ms_per_step']:.3f} ms/step")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"host": platform.node(), "kv": a.kv, "context": a.context, "step": step,
+    out.write_text(json.dumps({"host": platform.node(), "kv": a.kv, "context": a.context, "prefill": a.prefill,
+                               "old_prefill": a.old_prefill, "step": step,
                                "kinds": rows}, indent=2))
     print(f"wrote {out}")
 

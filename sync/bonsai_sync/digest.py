@@ -7,7 +7,10 @@ import errno
 import os
 import stat
 from hashlib import sha256
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .statmemo import StatMemo
 
 SKIP_DIRS = {"__pycache__"}
 
@@ -26,10 +29,13 @@ def digest_file(path: str) -> Digest:
     return Digest(sha256(data).hexdigest(), bool(mode & stat.S_IXUSR))
 
 
-def digest_tree(top: str, skip_files: frozenset[str] = frozenset()) -> dict[str, Digest]:
+def digest_tree(top: str, skip_files: frozenset[str] = frozenset(), memo: StatMemo | None = None) -> dict[str, Digest]:
     """`relative posix path -> Digest` for every file below `top` (no __pycache__, no
-    dot-directories, none of `skip_files` at the top level); {} when `top` does not exist."""
+    dot-directories, none of `skip_files` at the top level); {} when `top` does not exist.
+    With `memo`, a file whose stat is unchanged since an earlier run hashed it is not read."""
     found: dict[str, Digest] = {}
+    if memo is not None:
+        memo.walk(top)
     stack = [(top, "", frozenset[tuple[int, int]]())]
     while stack:
         folder, prefix, above = stack.pop()
@@ -51,7 +57,7 @@ def digest_tree(top: str, skip_files: frozenset[str] = frozenset()) -> dict[str,
                     raise OSError(errno.ELOOP, "symlink cycle (the link points at a folder above it)", entry.path)
                 stack.append((entry.path, rel + "/", above))
             elif stat.S_ISREG(info.st_mode) and not (prefix == "" and entry.name in skip_files):
-                found[rel] = digest_file(entry.path)
+                found[rel] = memo.digest(entry.path, info) if memo is not None else digest_file(entry.path)
     return found
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .digest import Digest, digest_tree
 from .lock import LOCK_NAME, read
 from .plan import Plan, PlannedFile
+
+if TYPE_CHECKING:
+    from .statmemo import StatMemo
 
 CHANGED = "changed upstream"
 EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"
@@ -60,11 +64,13 @@ class SurfaceState:
 
 
 def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = False,
-                  read_lock: Callable[[Path], dict[str, PlannedFile] | None] = read) -> SurfaceState:
+                  read_lock: Callable[[Path], dict[str, PlannedFile] | None] = read,
+                  memo: StatMemo | None = None) -> SurfaceState:
     """Every difference between `plan` and `root/plan.dest`, sorted by path. The lock is only read
-    (by `read_lock`) when a file differs, to tell a hand edit (refused) from an upstream change (written)."""
+    (by `read_lock`) when a file differs, to tell a hand edit (refused) from an upstream change (written).
+    `memo` spares hashing a dest file whose stat is unchanged since an earlier run hashed it."""
     dest = root / plan.dest
-    disk = digest_tree(str(dest), frozenset({LOCK_NAME}))
+    disk = digest_tree(str(dest), frozenset({LOCK_NAME}), memo)
     wanted = {f.rel: Digest(f.sha256, f.executable) for f in plan.files}
     locked = (read_lock(dest) or {}) if disk != wanted else {}
     found = [Stale(plan.dest, INTERRUPTED)] if interrupted else []

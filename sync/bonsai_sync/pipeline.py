@@ -14,6 +14,7 @@ from .digest import Digest, digest_file, digest_tree
 from .facts import Facts
 from .factsource import FactSource
 from .plan import Plan, PlannedFile
+from .statmemo import StatMemo
 
 if TYPE_CHECKING:
     from .closure import Closure
@@ -29,18 +30,23 @@ class Workspace:
         self.root = root.resolve()
         self.config: Config = load(self.root)
         self.roots = [(self.root / s).resolve() for s in self.config.source]
-        self.digests = {str(root): digest_tree(str(root)) for root in self.roots}
-        self._digest: dict[Path, Digest] | None = None
-        self._lock_texts: dict[str, str] = {}
-        self._states: dict[str, SurfaceState] = {}
-        # per surface, the plan (and lock text) the cache held before this run replaced it
-        self._previous: dict[str, tuple[Plan, str]] = {}
         self.cache_folder = (cache_root or self.root) / CACHE_DIR
         # rescan: parse every file, trusting no facts from the cache or a lock
         folder = self.cache_folder if use_cache and not rescan else None
         self.facts_store = Store(folder, "facts")
         self.plan_store = Store(folder, "plans")
         self.verify_store = Store(folder, "verify")
+        # each surface's lock as last parsed or written: (sha256 of its bytes, its files)
+        self.lock_store = Store(folder, "lockfiles")
+        # files hashed by an earlier run whose stat is unchanged since are not read again (no cache: all are)
+        self.stat_store = Store(folder, "stats")
+        self.stats = StatMemo(self.stat_store.get("files")) if folder is not None else None
+        self.digests = {str(root): digest_tree(str(root), memo=self.stats) for root in self.roots}
+        self._digest: dict[Path, Digest] | None = None
+        self._lock_texts: dict[str, str] = {}
+        self._states: dict[str, SurfaceState] = {}
+        # per surface, the plan (and lock text) the cache held before this run replaced it
+        self._previous: dict[str, tuple[Plan, str]] = {}
         self._locks: dict[Path, dict[str, Any] | None] = {}
         self.facts = FactSource(self.root, lambda: self.digest, self.facts_store,
                                 [self.root / s.dest for s in self.config.surfaces], self.lock_data, rescan)
@@ -77,9 +83,12 @@ class Workspace:
             self._locks[dest] = load(dest)
         return self._locks[dest]
 
-    def wrote(self, dest: Path) -> None:
-        """`sync` replaced `dest` (and its lock)."""
+    def wrote(self, dest: Path, plan: Plan | None = None) -> None:
+        """`sync` replaced `dest` (and its lock, rendered from `plan`)."""
         self._locks.pop(dest, None)
+        if plan is not None:
+            surface = self.config.surface(plan.surface)
+            self._remember_lock(surface, hashlib.sha256(self.lock_text(plan).encode()).hexdigest(), plan.by_rel())
         self.facts.wrote_lock(dest)
         self.facts_store.save()
 
@@ -155,22 +164,43 @@ class Workspace:
             plan = self.plan(surface)
             dest = self.root / plan.dest
             self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
-                                                       lambda path: self._locked_files(surface, path))
+                                                       lambda path: self._locked_files(surface, path), self.stats)
+            self._save_stats()
         return self._states[surface.name]
+
+    def _save_stats(self) -> None:
+        if self.stats is not None:
+            merged = self.stats.merged()
+            if merged != self.stats.old:
+                self.stat_store.put("files", merged)
+                self.stat_store.save()
+                self.stats.old = merged
 
     def _locked_files(self, surface: Surface, dest: Path) -> dict[str, PlannedFile] | None:
         """The files the dest's lock records: the previous plan's when the lock is exactly the text
-        it rendered (render is lossless, so parsing would give the same), else parsed."""
+        it rendered (render is lossless, so parsing would give the same), else what a parse of these
+        very bytes gave (kept in the cache by their sha256), else parsed."""
         from .lock import LOCK_NAME, files_of
 
+        try:
+            data = (dest / LOCK_NAME).read_bytes()
+        except OSError:
+            data = None
         previous = self._previous.get(surface.name)
-        if previous is not None:
-            try:
-                if (dest / LOCK_NAME).read_text(encoding="utf-8") == previous[1]:
-                    return previous[0].by_rel()
-            except (OSError, UnicodeDecodeError):
-                pass
-        return files_of(dest, self.lock_data(dest))
+        if data is not None and previous is not None and data == previous[1].encode():
+            return previous[0].by_rel()
+        key = hashlib.sha256(data).hexdigest() if data is not None else None
+        known = self.lock_store.get(surface.name)
+        if key is not None and known is not None and known[0] == key:
+            return known[1]
+        files = files_of(dest, self.lock_data(dest))
+        if key is not None and files is not None:
+            self._remember_lock(surface, key, files)
+        return files
+
+    def _remember_lock(self, surface: Surface, sha: str, files: dict[str, PlannedFile]) -> None:
+        self.lock_store.put(surface.name, (sha, files))
+        self.lock_store.save()
 
     def _plan_key(self, surface: Surface) -> str:
         hasher = hashlib.sha256(f"{__version__}\n{self.config.text}\n{surface!r}\n".encode())

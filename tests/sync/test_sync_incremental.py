@@ -204,3 +204,48 @@ def test_after_an_edit_the_verifier_resolves_only_the_changed_file_until_a_file_
     repo.write("src/app/d.py", "D = 1\n")
     assert repo.run("sync").exit_code == 0
     assert len(resolved) == 1 + 6  # a new file: all six are resolved again in the new tree
+
+
+def _after_two_edits(make_repo, monkeypatch, relock: bool) -> tuple[str, int]:
+    """As above, but a `check` ran between (so the cached plan is not the one the lock was rendered
+    from); with `relock`, the lock is then rewritten to record the hand-edited bytes of a.py as synced
+    (the lock a checkout of another commit could bring): the files must come from these bytes."""
+    import hashlib
+
+    import bonsai_sync.lock
+
+    repo = make_repo(FILES, name="relocked" if relock else "repo")
+    assert repo.run("sync").exit_code == 0
+    repo.write("src/app/b.py", "B = 3\n")
+    assert repo.run("check").exit_code == 1
+    repo.write("src/app/b.py", "B = 2\n")
+    repo.write("out/vendor/app/a.py", "# edited by hand\n")
+    if relock:
+        lock = repo.read("out/vendor/bonsai-sync.lock")
+        old = hashlib.sha256(b"from . import c\n").hexdigest()
+        repo.write("out/vendor/bonsai-sync.lock", lock.replace(old, hashlib.sha256(b"# edited by hand\n").hexdigest()))
+    parsed = []
+    real = bonsai_sync.lock.load
+    monkeypatch.setattr(bonsai_sync.lock, "load", lambda dest: parsed.append(dest) or real(dest))
+    return repo.run("sync", "--dry-run").stdout, len(parsed)
+
+
+def test_the_lock_read_last_time_is_not_parsed_again_and_another_lock_is(make_repo, monkeypatch):
+    assert _after_two_edits(make_repo, monkeypatch, relock=False) == (DRY_RUN, 0)
+    output, parsed = _after_two_edits(make_repo, monkeypatch, relock=True)
+    assert parsed == 1
+    assert "out/vendor/app/a.py: would write (changed upstream)" in output
+
+
+def test_remembering_lock_files_without_their_bytes_would_be_caught(make_repo, monkeypatch):
+    from bonsai_sync.pipeline import Workspace
+
+    real = Workspace._locked_files
+
+    def by_name(self, surface, dest):
+        known = self.lock_store.get(surface.name)
+        return known[1] if known is not None else real(self, surface, dest)
+
+    monkeypatch.setattr(Workspace, "_locked_files", by_name)
+    output = _after_two_edits(make_repo, monkeypatch, relock=True)[0]
+    assert "out/vendor/app/a.py: would refuse (edited by hand" in output  # the lock it was given says otherwise

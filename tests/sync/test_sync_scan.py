@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bonsai_sync.facts import ImportFact, ResourceFact
-from bonsai_sync.scan import scan
+from bonsai_sync.scan import scan, scan_libcst
 
 SOURCE = '''"""import not_in_docstring"""
 import os, importlib as il
@@ -89,7 +89,7 @@ def _position_mismatches(files) -> list[str]:
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         want = {(n.lineno, n.col_offset + 1) for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)}
-        got = {(f.line, f.col) for f in scan(text).imports if f.kind in ("import", "from")}
+        got = {(f.line, f.col) for f in scan_libcst(text).imports if f.kind in ("import", "from")}
         wrong += [f"{path}:{line}:{col}" for line, col in sorted(want ^ got)]
     return wrong
 

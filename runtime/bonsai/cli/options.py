@@ -47,4 +47,5 @@ def sampling_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def load_engine(model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int) -> Any:
     from ..engine.native import load_engine as load
 
-    return load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions, progress=True)
+    return load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions, progress=True,
+                warm_up=True)

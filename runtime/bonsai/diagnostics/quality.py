@@ -36,16 +36,20 @@ def quality_text() -> str:
     return " ".join(TEXT.split()) + "\n\n" + "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
 
 
+def stored_k(mode: Mode, k: np.ndarray) -> np.ndarray:
+    """K rows [n, n_kv, hd] as a row-format (not grouped) cache in `mode` stores and reads them back."""
+    if mode.k == "f32":
+        return k
+    return hadamard(roundtrip(hadamard(k), mode.k)) if mode.rotate_k else roundtrip(k, mode.k)
+
+
+def stored_v(mode: Mode, v: np.ndarray) -> np.ndarray:
+    """V rows as a cache in `mode` stores and reads them back (grouped modes' V rows are row-format)."""
+    return v if mode.v == "f32" else roundtrip(v, mode.v)
+
+
 def _row_codec(mode: Mode) -> Callable:
-    def k_fn(k: np.ndarray) -> np.ndarray:
-        if mode.k == "f32":
-            return k
-        return hadamard(roundtrip(hadamard(k), mode.k)) if mode.rotate_k else roundtrip(k, mode.k)
-
-    def fn(layer: int, k: np.ndarray, v: np.ndarray):
-        return k_fn(k), (v if mode.v == "f32" else roundtrip(v, mode.v))
-
-    return fn
+    return lambda layer, k, v: (stored_k(mode, k), stored_v(mode, v))
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

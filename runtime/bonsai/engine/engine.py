@@ -15,6 +15,7 @@ from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
 from ..kv.api import KVCacheAPI
+from . import warmup
 from .forward import HISTORY, GpuModel, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
@@ -47,7 +48,7 @@ class Engine:
     def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
                  progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
-                 resident_steps: int = 16) -> None:
+                 resident_steps: int = 16, warm_up: bool = False) -> None:
         self.reader, self.cfg = reader, cfg
         # greedy decoding runs this many steps on the GPU between readbacks (1: one readback per token)
         if not 1 <= resident_steps <= HISTORY:
@@ -64,6 +65,9 @@ class Engine:
         self._tokenizer: Any = None
         self._watch = LossWatch()
         self._build(gpu, cache=None)
+        # compile every kernel a request needs now (`warmup.py`), not in the first request's prefill
+        self.warm = warm_up
+        self.warmed_kernels = warmup.warm_up(self) if warm_up else 0
 
     @property
     def tokenizer(self) -> Any:
@@ -101,10 +105,15 @@ class Engine:
         self.cache = cache = self._new_cache()
         self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
         self.reset()
+        if self.warm:  # the new mode's kernels
+            self.warmed_kernels += warmup.warm_up(self)
 
     # ---- recovery ------------------------------------------------------------------------
     def recover(self) -> float:
-        """Open a new device of the same backend; rebuild pipelines, weights and KV windows (from the host master)."""
+        """Open a new device of the same backend; rebuild pipelines, weights and KV windows (from the host master).
+
+        No warm-up here: it runs steps at the first positions, which now hold the conversation; kernels
+        compile as the retried step needs them."""
         t0 = time.perf_counter()
         print("bonsai: GPU device lost; rebuilding on a new device", file=sys.stderr)
         backend: Any = type(self.gpu)  # every backend class has `create()` (not part of the instance Protocol)

@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from .exprs import qualname
+from .vcompare import settle
 
 _OPS: dict[type, Any] = {
     cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
@@ -39,17 +40,7 @@ def _compare(left: Any, target_op: Any, target: tuple[int, int], aliases: dict[s
     other = _ints(target_op.comparator)
     if op is None or mine is None or other is None:
         return None
-    if isinstance(mine, int) or isinstance(other, int):
-        return op(mine, other) if isinstance(mine, int) and isinstance(other, int) else None
-    if mine == "full":
-        # sys.version_info is (major, minor, micro, ...): known to two places only
-        head = tuple(other[:2])
-        if head != target:
-            return op(target, head)
-        if len(other) > 2:
-            return None
-        return op((1,), ())  # longer than an equal prefix: greater
-    return op(tuple(mine), tuple(other))
+    return settle(op, mine, other, target)
 
 
 def _version_value(node: Any, target: tuple[int, int], aliases: dict[str, str]) -> Any:

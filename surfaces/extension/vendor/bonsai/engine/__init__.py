@@ -5,7 +5,8 @@ the native backend and is never imported from here):
     from bonsai.engine.native import load_engine      # native Gpu + NumpyKVCache
     engine = load_engine(path=None, *, gpu=None, kv="f32" | "q4" | "q4r", window=2048, vram_budget=None,
                          max_positions=2048, batch=128, progress=True, cache_factory=None,
-                         resident_steps=16)  # None -> default model
+                         resident_steps=16, warm_up=False)  # None -> default model; warm_up=True
+                         # compiles every kernel a request needs at load (warmup.py; the CLI does)
     engine = Engine(reader, cfg, gpu, **same options)  # any GpuBackend (e.g. bonsai.gpu.browser.BrowserGpu);
                                                        # cache_factory None -> bonsai.kv.cache.KVCache
     gen = engine.generate(prompt_ids, max_tokens=64, sampling=Sampling(temperature=0.0, top_k=0,

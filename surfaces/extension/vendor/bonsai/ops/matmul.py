@@ -1,7 +1,8 @@
 """Quantised matrix-vector / matrix-matrix products and embedding lookup on GGML blocks.
 
 Two kernels, chosen by the adapter when a matrix is uploaded: GPUs read the raw blocks from a
-storage buffer (matmul.wgsl: lanes per row, a workgroup reduction); CPU adapters (lavapipe,
+storage buffer (matmul.wgsl: lanes per row, a workgroup reduction; batches of many tokens take the
+tiled matmul_tiled.wgsl instead, tiled.py); CPU adapters (lavapipe,
 SwiftShader) read them through a word texture in a planar layout (planar.wgsl repacks them on the
 GPU) with x copied into a texture too, each invocation owning a tile of rows x tokens
 (matmul_cpu.wgsl): a CPU's texel fetch costs a fraction of a storage-buffer load.
@@ -18,7 +19,7 @@ from typing import Any
 from ..errors import GpuLimitError
 from ..gpu.backend import round_up
 from ..gpu.limits import grid, workgroups
-from . import rmsnorm
+from . import rmsnorm, tiled
 from .qtypes import QType
 
 WG = 64
@@ -178,6 +179,9 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
         # main1 / main4: the 8-row tiles of one / four tokens with no private arrays (SwiftShader: 2-3x faster)
         entry = {1: "main1", 4: "main4"}.get(tt, "main") if CPU_ROWS == 8 and CPU_NAMED_TILES else "main"
         gpu.dispatch(kernel(gpu, m, tt, accum, entry=entry, out=out), [m.tex, x_tex, y, prm, y2, y3], groups)
+        return
+    if tiled.applies(m, t, norm is not None):  # a batch: the tiled kernel (tiled.py)
+        tiled.dispatch(gpu, m, [m.buf, x, y, prm, y2, y3], t, accum, out)
         return
     tt = tokens_per_group(t)
     rows_per_group = WG // m.lanes

@@ -35,16 +35,7 @@ const NORM: bool = {{NORM}};
 
 var<workgroup> part: array<f32, WG * TT>;
 
-fn word_at(b: u32) -> u32 {   // 4 bytes at an even byte offset
-    let i = b >> 2u;
-    if ((b & 3u) == 0u) { return w[i]; }
-    return (w[i] >> 16u) | (w[i + 1u] << 16u);
-}
-
-fn half_at(b: u32) -> f32 {   // the f16 at an even byte offset
-    return unpack2x16float((w[b >> 2u] >> ((b & 2u) * 8u)) & 0xffffu).x;
-}
-
+//#include "raw_blocks.wgsl"
 //#include "quant_lanes.wgsl"
 
 // The 32 weights of chunk c (weights 32c .. 32c+31) of the row starting at byte rb.
@@ -111,11 +102,6 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
         }
     }
     return o;
-}
-
-fn store_split(r: u32, t: u32, v: f32) {
-    let n1 = p[8]; let n2 = p[9]; let n3 = p[0] - n1 - n2;
-    if (r < n1) { y[t * n1 + r] = v; } else if (r < n1 + n2) { y2[t * n2 + r - n1] = v; } else { y3[t * n3 + r - n1 - n2] = v; }
 }
 
 @compute @workgroup_size(WG)

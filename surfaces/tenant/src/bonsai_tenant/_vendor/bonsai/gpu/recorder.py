@@ -32,6 +32,7 @@ class Recorder:
         self._pass: Any = None
         self._ops: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None = None
         self.dispatch_count = 0
+        self.compiled = 0  # pipelines compiled so far (`kernel` cache misses)
         self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
         self._tape_clean = True  # no write, read or copy happened while taping
 
@@ -112,6 +113,7 @@ class Recorder:
         name = f"{package}/{filename}"
         code = shaders.render(shaders.load_source(package, filename), constants, name=name)
         kernel = Kernel(name, self._compile(name, code, entry))
+        self.compiled += 1
         return self._kernels.put(package, filename, entry, constants, kernel)
 
     def dispatch(self, kernel: Kernel, buffers: list[Any] | tuple[Any, ...], groups: tuple[int, ...] | int) -> None:

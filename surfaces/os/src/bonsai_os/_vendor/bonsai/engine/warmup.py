@@ -1,0 +1,48 @@
+"""Compile every pipeline a request needs at load, so the first request does not pay for it.
+
+Kernels are compiled on first use (`Recorder.kernel`), and which ones a step uses depends on its
+shape: a batch of at least `tiled.MIN_TOKENS` tokens takes the tiled matmul, a shorter batch the
+matvec for token groups, one token the matvec with the norm fused, the GPU-resident loop its parking
+kernels. Rather than list kernels here (and miss the next one someone adds), the warm-up runs one
+step of each shape on dummy tokens at the first positions of the empty cache, then forgets them: the
+kernels a request would compile are then in the device's cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops import tiled
+from .progress import Progress
+
+
+def step_lengths(batch: int, room: int, tiles: bool) -> list[int]:
+    """Token counts of the warm-up's steps within `room` positions: a batch that takes the tiled matmul
+    (where the matrices can: `tiles`), a short batch, one token."""
+    big = max(2, min(batch, tiled.MIN_TOKENS or 2)) if tiles else 2
+    out: list[int] = []
+    for n in dict.fromkeys((big, 2, 1)):
+        if n <= batch and sum(out) + n <= room:
+            out.append(n)
+    return out
+
+
+def warm_up(engine: Any) -> int:
+    """Run the warm-up steps on `engine` (its cache must hold nothing yet) and rewind to position 0; the
+    number of pipelines compiled."""
+    gpu = engine.gpu
+    before = gpu.compiled
+    room = engine.max_positions - 2  # two more for the resident block
+    layer = engine.weights.layers[0]  # a batch of MIN_TOKENS only where a matrix would take the tiled kernel
+    tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS, False)
+    lengths = step_lengths(engine.batch, room, tiles)
+    resident = engine.resident_steps > 1 and bool(getattr(engine.cache, "can_park", False))
+    with Progress("compiling kernels", len(lengths) + resident, enabled=engine.progress) as bar:
+        for n in lengths:  # all rows' logits: the output matrix takes the batch's kernel too (`forward`)
+            engine._step([0] * n, all_logits=True)
+            bar.advance(1)
+        if resident and engine.pos + 2 <= engine.max_positions:
+            engine._steps_on_gpu(0, 2, lambda j: None)
+            bar.advance(1)
+    engine.reset()
+    return int(gpu.compiled - before)

@@ -1,0 +1,172 @@
+// Tiled quantised matmul for batches (prefill): y[t, r] (+)= sum_c W[r, c] * x[t, c], the buffer kernel's
+// bindings, params and OUT modes (matmul.wgsl) with another work split. A workgroup owns a BM-row x
+// BN-token tile of y and walks K in steps of 32 weights (one chunk, so K needs no edge case: it is a
+// multiple of 32 for every format). Each step it dequantises the tile's BM x 32 weights once into
+// workgroup memory (`ws`) and copies BN x 32 activations beside them (`xs`), then every invocation
+// multiplies them into its own TM rows x 4 tokens of y: a weight is decoded once per workgroup instead
+// of once per token group, and each value read from workgroup memory feeds 4 (x) or TM (w) products.
+// Rows past n are decoded as zeros and tokens past t read as zeros (never loaded), and neither is stored.
+// Sums are f32, in chunk order, each chunk's 32 products in k order (another order than matmul.wgsl's:
+// results agree within the op tests' bound, not bit for bit).
+// Workgroup memory: (BM + BN) * 32 * 4 bytes (16 KiB for 64 + 64: WebGPU's guaranteed minimum).
+
+const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
+const BM: u32 = {{BM}}u;         // rows of y per workgroup (a multiple of TM)
+const BN: u32 = {{BN}}u;         // tokens of y per workgroup (a multiple of 4)
+const TM: u32 = {{TM}}u;         // rows per invocation (a multiple of 4)
+const RT: u32 = BM / TM;         // invocations along the rows
+const WG: u32 = RT * (BN / 4u);  // invocations per workgroup; each owns TM rows x 4 tokens
+const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
+const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate_i, up_i), 2 split into y, y2, y3
+
+// params (u32), as matmul.wgsl: n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
+//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
+@group(0) @binding(0) var<storage, read> w: array<u32>;         // (n, row_bytes) raw blocks
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride)
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
+@group(0) @binding(3) var<storage, read> p: array<u32>;
+@group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
+@group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
+
+var<workgroup> ws: array<vec4<f32>, 8u * BM>;  // [32 k][BM / 4 rows]: w of rows 4i .. 4i+3 at one k
+var<workgroup> xs: array<vec4<f32>, 8u * BN>;  // [32 k][BN / 4 tokens]
+
+//#include "raw_blocks.wgsl"
+//#include "quant_lanes.wgsl"
+
+// Weights 32c + 8e .. 32c + 8e + 7 (quarter e of chunk c, as matmul.wgsl's `chunk` lays the chunk out)
+// of the row starting at byte rb: the same f32 values, expression for expression.
+fn quarter(rb: u32, c: u32, e: u32) -> array<vec4<f32>, 2> {
+    var o: array<vec4<f32>, 2>;
+    let h = e & 1u;                      // nibble formats: which 8 bytes of the 16
+    let s = select(0u, 4u, e >= 2u);     // nibble formats: low nibbles (weights 0..15) or high (16..31)
+    if (QTYPE == 0u) {
+        let i = (rb >> 2u) + c * 32u + e * 8u;
+        o[0] = bitcast<vec4<f32>>(vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]));
+        o[1] = bitcast<vec4<f32>>(vec4<u32>(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]));
+    } else if (QTYPE == 1u) {
+        let i = (rb >> 2u) + c * 16u + e * 4u;
+        o[0] = vec4<f32>(unpack2x16float(w[i]), unpack2x16float(w[i + 1u]));
+        o[1] = vec4<f32>(unpack2x16float(w[i + 2u]), unpack2x16float(w[i + 3u]));
+    } else if (QTYPE == 2u) {
+        let b = rb + c * 18u;
+        let d = half_at(b);
+        o[0] = (nib_lo(word_at(b + 2u + 8u * h) >> s) - 8.0) * d;
+        o[1] = (nib_lo(word_at(b + 6u + 8u * h) >> s) - 8.0) * d;
+    } else if (QTYPE == 3u) {
+        let i = (rb >> 2u) + c * 5u;
+        let dm = unpack2x16float(w[i]);
+        o[0] = nib_lo(w[i + 1u + 2u * h] >> s) * dm.x + dm.y;
+        o[1] = nib_lo(w[i + 2u + 2u * h] >> s) * dm.x + dm.y;
+    } else if (QTYPE == 8u) {
+        let b = rb + c * 34u;
+        let d = half_at(b);
+        o[0] = i8x4(word_at(b + 2u + 8u * e)) * d;
+        o[1] = i8x4(word_at(b + 6u + 8u * e)) * d;
+    } else if (QTYPE == 41u) {
+        let b = rb + (c >> 2u) * 18u;
+        let d = half_at(b);
+        let q = word_at(b + 2u + 4u * (c & 3u));
+        o[0] = bits4(q >> (8u * e), d);
+        o[1] = bits4(q >> (8u * e + 4u), d);
+    }
+    return o;
+}
+
+// Item i of the weight tile (row i % BM, quarter i / BM of chunk c): zeros past row n.
+fn load_w(i: u32, c: u32, r0: u32, n: u32, row_bytes: u32) -> array<vec4<f32>, 2> {
+    let row = i % BM;
+    if (r0 + row >= n) { return array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0)); }
+    return quarter((r0 + row) * row_bytes, c, i / BM);
+}
+
+fn put_w(i: u32, v: array<vec4<f32>, 2>) {  // k-major: ws[k][row / 4][row % 4]
+    let row = i % BM;
+    let e = i / BM;
+    for (var j = 0u; j < 8u; j++) { ws[(8u * e + j) * (BM / 4u) + row / 4u][row % 4u] = v[j / 4u][j % 4u]; }
+}
+
+// Item i of the activation tile (token i / 8, vec4 i % 8 of chunk c): zeros past token t.
+fn load_x(i: u32, c: u32, t0: u32, nt: u32, xs_: u32, xo: u32) -> vec4<f32> {
+    let tok = i / 8u;
+    if (t0 + tok >= nt) { return vec4<f32>(0.0); }
+    return x[(t0 + tok) * xs_ + xo + c * 8u + i % 8u];
+}
+
+fn put_x(i: u32, v: vec4<f32>) {  // k-major: xs[k][token / 4][token % 4]
+    let tok = i / 8u;
+    let q = i % 8u;
+    for (var j = 0u; j < 4u; j++) { xs[(4u * q + j) * (BN / 4u) + tok / 4u][tok % 4u] = v[j]; }
+}
+
+fn store(r: u32, t: u32, v: f32) {
+    if (OUT == 2u) {
+        store_split(r, t, v);
+        return;
+    }
+    let yi = t * p[5] + p[6] + r;
+    if (ACCUM) { y[yi] += v; } else { y[yi] = v; }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
+    let xs_ = p[4] / 4u; let xo = p[7] / 4u;
+    let r0 = wid.x * BM;
+    let t0 = wid.y * BN;
+    let tr = li % RT;   // this invocation's rows: r0 + 4 (tr + g RT) + i, g < TM / 4, i < 4
+    let tc = li / RT;   // its tokens: t0 + 4 tc + j, j < 4
+    var acc: array<vec4<f32>, TM>;  // acc[4g + i][j]
+    for (var c = 0u; c < k / 32u; c++) {
+        // BM rows x 4 quarters of the chunk (row i % BM: one row per lane), then BN tokens x 8 vec4s
+        // (token i / 8: coalesced reads); two loads written out per round, so they leave together (the
+        // H200's driver leaves loops rolled: matmul.wgsl's top comment), the same values either way
+        var i = li;
+        for (; i + WG < 4u * BM; i += 2u * WG) {
+            let a = load_w(i, c, r0, n, row_bytes);
+            let b = load_w(i + WG, c, r0, n, row_bytes);
+            put_w(i, a);
+            put_w(i + WG, b);
+        }
+        for (; i < 4u * BM; i += WG) { put_w(i, load_w(i, c, r0, n, row_bytes)); }
+        i = li;
+        for (; i + WG < 8u * BN; i += 2u * WG) {
+            let a = load_x(i, c, t0, nt, xs_, xo);
+            let b = load_x(i + WG, c, t0, nt, xs_, xo);
+            put_x(i, a);
+            put_x(i + WG, b);
+        }
+        for (; i < 8u * BN; i += WG) { put_x(i, load_x(i, c, t0, nt, xs_, xo)); }
+        workgroupBarrier();
+        for (var kk = 0u; kk < 32u; kk++) {
+            let xv = xs[kk * (BN / 4u) + tc];
+            for (var g = 0u; g < TM / 4u; g++) {
+                let wv = ws[kk * (BM / 4u) + tr + g * RT];
+                acc[4u * g] += wv.x * xv;
+                acc[4u * g + 1u] += wv.y * xv;
+                acc[4u * g + 2u] += wv.z * xv;
+                acc[4u * g + 3u] += wv.w * xv;
+            }
+        }
+        workgroupBarrier();  // every invocation is done with ws and xs before the next chunk overwrites them
+    }
+    for (var g = 0u; g < TM / 4u; g++) {
+        let rb = r0 + 4u * (tr + g * RT);
+        for (var j = 0u; j < 4u; j++) {
+            let t = t0 + 4u * tc + j;
+            if (t >= nt) { continue; }
+            if (OUT == 1u) {  // rows rb, rb + 2 are gates, rb + 1, rb + 3 their ups (n is even)
+                for (var i = 0u; i < 4u; i += 2u) {
+                    if (rb + i + 1u < n) {
+                        let gate = acc[4u * g + i][j];
+                        y[t * p[5] + p[6] + (rb + i) / 2u] = gate / (1.0 + exp(-gate)) * acc[4u * g + i + 1u][j];
+                    }
+                }
+            } else {
+                for (var i = 0u; i < 4u; i++) {
+                    if (rb + i < n) { store(rb + i, t, acc[4u * g + i][j]); }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+"""The warm-up at load (`warm_up=True`, engine/warmup.py): the first request compiles no pipeline, and
+leaves no trace (a warmed engine produces the bits of a cold one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.engine import Sampling, warmup
+from bonsai.engine.native import load_engine
+from bonsai.gpu.backend import KernelCache
+from bonsai.gpu.recorder import Recorder
+from bonsai.ops import tiled
+from tests.helpers.synthetic import write_tiny_gguf
+
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+PROMPT = [(7 * i) % 250 + 3 for i in range(150)]  # one 128-token batch (tiled on a GPU) and a 22-token one
+
+
+@pytest.fixture(autouse=True)
+def tiled_on(monkeypatch):
+    """The tiled matmul switched on (it is off by default): the warm-up must compile it too."""
+    monkeypatch.setattr(tiled, "MIN_TOKENS", tiled.ON_THRESHOLD)
+
+
+@pytest.fixture(params=["adapter", "gpu"])
+def fresh(request, gpu, monkeypatch):
+    """The session's device with an empty kernel cache (what other tests compiled does not count), taking
+    the adapter's own kernels or (on a CPU adapter) the GPU kernels: buffer and tiled matmuls, fused norms."""
+    if request.param == "gpu":
+        monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
+    monkeypatch.setattr(gpu, "_kernels", KernelCache())
+    return gpu
+
+
+def _first_request(engine) -> int:
+    """Pipelines compiled by a first request of each kind: greedy and sampled generation, all logits."""
+    before = engine.gpu.compiled
+    engine.generate(PROMPT, max_tokens=20)
+    engine.reset()
+    engine.generate(PROMPT[:40], max_tokens=6, sampling=Sampling(temperature=0.8, seed=1))
+    engine.reset()
+    engine.forward(PROMPT[:50])
+    engine.reset()
+    return engine.gpu.compiled - before
+
+
+@pytest.mark.parametrize("kv", ["f32", "q4res"])
+def test_a_warm_engine_compiles_nothing_in_its_first_requests(fresh, tmp_path, kv):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=fresh, kv=kv, window=64, max_positions=256, progress=False, warm_up=True)
+    assert engine.warmed_kernels > 0 and engine.pos == 0 and engine.fed == []
+    assert _first_request(engine) == 0
+
+
+def test_a_new_cache_mode_is_warmed_too(fresh, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=fresh, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
+    engine.use_cache(kv="q4res", window=64)
+    assert engine.pos == 0 and _first_request(engine) == 0
+
+
+def test_a_warm_up_without_the_tiled_batch_is_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: a warm-up whose steps are all shorter than `tiled.MIN_TOKENS` leaves the tiled kernels
+    to the first request, and the count sees them."""
+    monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
+    monkeypatch.setattr(gpu, "_kernels", KernelCache())
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles: [2, 1])
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
+    assert tiled.MIN_TOKENS is not None and _first_request(engine) > 0
+
+
+def test_the_warm_up_leaves_no_trace(gpu, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q8_0", **TINY)
+    runs = []
+    for warm in (False, True):
+        engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=256, progress=False, warm_up=warm)
+        logits = np.asarray(engine.forward(PROMPT[:45])).copy()
+        engine.reset()
+        runs.append((logits.view(np.uint32), engine.generate(PROMPT, max_tokens=12).tokens))
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+
+
+def test_warm_up_steps_fit_the_positions_and_the_batch():
+    least = tiled.MIN_TOKENS or 2
+    assert warmup.step_lengths(128, 1000, True) == [least, 2, 1]
+    assert warmup.step_lengths(128, 1000, False) == [2, 1]  # no tiled kernel to compile (texture matrices)
+    assert warmup.step_lengths(4, 1000, True) == [4, 2, 1]
+    assert warmup.step_lengths(1, 1000, True) == [1]
+    assert warmup.step_lengths(128, least + 1, True) == [least, 1]
+    assert warmup.step_lengths(128, 2, True) == [2]
