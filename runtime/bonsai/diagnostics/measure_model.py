@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kv.format.rotate import hadamard
+from ..reference.forward import log_probs
 from .measure import roundtrip
 
 
@@ -28,12 +29,6 @@ def _kv_transform(mode: str, worst: dict):
     return fn
 
 
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-
-
 def measure_model(tokens: int = 256) -> list[dict]:
     """Rows per mode and context bucket: mean/max KL(f32 || mode) and argmax-change rate."""
     from ..models import default_model_path
@@ -43,11 +38,11 @@ def measure_model(tokens: int = 256) -> list[dict]:
 
     model = ReferenceModel(default_model_path())
     ids = Tokenizer.from_gguf(model.reader).encode(" ".join(TEXT.split()))[:tokens]
-    base = _log_softmax(model.forward(ids))
+    base = log_probs(model.forward(ids))
     rows = []
     for mode in ("q4", "q4r"):
         worst: dict = {}
-        lp = _log_softmax(model.forward(ids, kv_transform=_kv_transform(mode, worst)))
+        lp = log_probs(model.forward(ids, kv_transform=_kv_transform(mode, worst)))
         kl = (np.exp(base) * (base - lp)).sum(axis=-1)
         changed = base.argmax(-1) != lp.argmax(-1)
         lo = 1

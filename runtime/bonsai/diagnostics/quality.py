@@ -25,6 +25,7 @@ import numpy as np
 from ..kv.format.codec import GROUP, encode, roundtrip
 from ..kv.format.modes import MODES, Mode
 from ..kv.format.rotate import hadamard
+from ..reference.forward import log_probs
 
 
 def quality_text() -> str:
@@ -50,12 +51,6 @@ def stored_v(mode: Mode, v: np.ndarray) -> np.ndarray:
 
 def _row_codec(mode: Mode) -> Callable:
     return lambda layer, k, v: (stored_k(mode, k), stored_v(mode, v))
-
-
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    x = x - x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
 def mode_log_probs(model, ids: list[int], mode: Mode) -> Iterator[np.ndarray]:
@@ -89,10 +84,10 @@ def mode_log_probs(model, ids: list[int], mode: Mode) -> Iterator[np.ndarray]:
     for i in range(0, len(ids), GROUP):
         n = min(GROUP, len(ids) - i)
         if n == GROUP:
-            yield _log_softmax(model.forward(ids[i: i + GROUP - 1], cache=cache, kv_transform=keep_k))
-            yield _log_softmax(model.forward(ids[i + GROUP - 1: i + GROUP], cache=cache, kv_transform=fill_group))
+            yield log_probs(model.forward(ids[i: i + GROUP - 1], cache=cache, kv_transform=keep_k))
+            yield log_probs(model.forward(ids[i + GROUP - 1: i + GROUP], cache=cache, kv_transform=fill_group))
         else:
-            yield _log_softmax(model.forward(ids[i: i + n], cache=cache, kv_transform=keep_k))
+            yield log_probs(model.forward(ids[i: i + n], cache=cache, kv_transform=keep_k))
 
 
 def _compare(base: list[np.ndarray], chunks: Iterator[np.ndarray],
