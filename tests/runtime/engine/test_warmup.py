@@ -53,6 +53,15 @@ def test_a_warm_engine_compiles_nothing_in_its_first_requests(fresh, tmp_path, k
     assert _first_request(engine) == 0
 
 
+def test_a_warm_engine_compiles_nothing_with_the_tiled_kernel_off(fresh, tmp_path, monkeypatch):
+    """The engine's default (`tiled.MIN_TOKENS` None): batches take the matvec, which the warm-up's short
+    batch compiles (every batch of 2+ tokens uses the same token-group constant)."""
+    monkeypatch.setattr(tiled, "MIN_TOKENS", None)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=fresh, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
+    assert engine.warmed_kernels > 0 and _first_request(engine) == 0
+
+
 def test_a_new_cache_mode_is_warmed_too(fresh, tmp_path):
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     engine = load_engine(path, gpu=fresh, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
