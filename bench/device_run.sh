@@ -6,6 +6,9 @@
 #                               # (before = .before/runtime, after = this tree, interleaved)
 #   bench/device_run.sh decode  # call 2, at once: sends part01, joins the GGUF, decode_bench (+ HF);
 #                               # "decode full" adds no-replay, wide and the profile
+#   bench/device_run.sh part partNN # three calls, one part of the model each (split -n 3), then at once:
+#   bench/device_run.sh compare     # decode before/after at 1K and 8K, kernel probes, llama.cpp d1024/8192
+#   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -13,6 +16,13 @@ export XDG_RUNTIME_DIR=$PWD/.site PYTHONUNBUFFERED=1
 AFTER=$PWD/.site:$PWD/runtime
 OUT=${OUT:-/tmp/out}
 mkdir -p /root/m "$OUT"
+# The GGUF joined from the parts `part` left (its sha256 on stderr) and llama.cpp unpacked from .ll/llama.xz
+# into /root/ll/llama; prints the GGUF's path.
+model_and_peer() {
+  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf >&2
+  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  echo /root/m/model.gguf
+}
 case "$1" in
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
@@ -21,9 +31,7 @@ part)
   ;;
 compare)
   # bench/device_run.sh compare (carry also .ll/llama.xz, a copy of ../shared/device/llamacpp/llama.xz): decode/prefill at 1K (f32, q4res) and 8K beside llama.cpp -d 1024,8192
-  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf
-  M=/root/m/model.gguf
-  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  M=$(model_and_peer)
   run() { name=$1; shift; PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py --model $M --no-reference "$@" \
       --out "$OUT/decode_$name.json" 2>&1 | grep -v Warning | tee "$OUT/decode_$name.txt"; }
   # with carry .before (.before/runtime = `git archive <before> runtime/bonsai`): before and after interleaved
@@ -49,9 +57,7 @@ compare)
 final)
   # bench/device_run.sh final (carry .whl .gl .before .ll; .before = `git archive <before> runtime/bonsai bench`):
   # decode and the prefill kernels side by side, the version before, llama.cpp and Hugging Face in one call
-  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf
-  M=/root/m/model.gguf
-  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  M=$(model_and_peer)
   K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256"
   b() { name=$1; shift; PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 150 python3 .before/bench/decode_bench.py $K1 \
       --prefill-tokens 512 "$@" --out "$OUT/$name.json" 2>&1 | grep -v Warning | tee "$OUT/$name.txt"; }
@@ -61,7 +67,7 @@ final)
   b before --label "before"
   a after_q4res --kv q4res --prefill-kernels tiled,matvec --batch 512 --label "after q4res, batch 512"
   timeout 200 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024,8192 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -v ggml_vulkan
-  a after_r64 --prefill-kernels tiled --resident-steps 64 --label "after, 64 steps/readback"
+  a after_r63 --prefill-kernels tiled --resident-steps 63 --label "after, 63 steps/readback (the most)"
   a after_b128 --prefill-kernels tiled,matvec --label "after, batch 128"
   b before_again --label "before again"
   ;;
