@@ -55,6 +55,7 @@ def bench_gpu(a, ids):
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
+    engine.gpu.direct_pass_calls = not a.wgpu_py_calls
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant
         engine.cache._attn.clear()
@@ -199,6 +200,8 @@ def main() -> None:
     p.add_argument("--block", type=int, default=None,
                    help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
+    p.add_argument("--wgpu-py-calls", action="store_true",
+                   help="dispatch through wgpu-py's pass methods, not wgpu-native directly (gpu/pass_ops.py)")
     p.add_argument("--gpu-kernels", action="store_true",
                    help="on a CPU adapter (lavapipe) take the GPU kernels anyway (buffer matmuls with fused norms, "
                         "blocks attention): a GPU run's dispatch counts, at the CPU's speed")

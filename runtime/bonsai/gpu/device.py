@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
+from . import pass_ops
 from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up, texture_rows
 from .limits import native_limits
 from .recorder import Recorder
@@ -54,6 +55,7 @@ class Gpu(Recorder):
         self.adapter = adapter
         self.queue = device.queue
         self.limits = native_limits(device.limits)
+        self.direct_pass_calls = True  # dispatches through pass_ops.direct_ops (False: wgpu-py's methods)
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
 
@@ -281,7 +283,7 @@ class Gpu(Recorder):
         return encoder.begin_compute_pass()
 
     def _pass_ops(self, compute_pass: Any) -> tuple[Any, Any, Any]:
-        return compute_pass.set_pipeline, compute_pass.set_bind_group, compute_pass.dispatch_workgroups
+        return pass_ops.direct_ops(compute_pass) if self.direct_pass_calls else pass_ops.wgpu_py_ops(compute_pass)
 
     def _submit(self, encoder: Any) -> None:
         self.queue.submit([encoder.finish()])
