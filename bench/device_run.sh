@@ -9,6 +9,7 @@
 #   bench/device_run.sh part partNN # three calls, one part of the model each (split -n 3), then at once:
 #   bench/device_run.sh compare [KV] # decode before/after at 1K and 8K, kernel probes (KV mode, default f32), llama.cpp d1024/8192
 #   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
+#   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -70,6 +71,14 @@ final)
   a after_r63 --prefill-kernels tiled --resident-steps 63 --label "after, 63 steps/readback (the most)"
   a after_b128 --prefill-kernels tiled,matvec --label "after, batch 128"
   b before_again --label "before again"
+  ;;
+profile)
+  # bench/device_run.sh profile (after the three `part` calls; carry .whl .gl): the resident loop's host time, f32 and q4res
+  M=$(model_and_peer)
+  for kv in f32 q4res f32; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/resident_profile.py --model $M --kv $kv --top 22 \
+        --out "$OUT/profile_$kv.json" 2>&1 | grep -v Warning | cut -c1-150
+  done
   ;;
 kv)
   # needs carry [.gl, .whl, .before] where .before/runtime = `git archive <before> runtime/bonsai`
