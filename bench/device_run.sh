@@ -7,7 +7,7 @@
 #   bench/device_run.sh decode  # call 2, at once: sends part01, joins the GGUF, decode_bench (+ HF);
 #                               # "decode full" adds no-replay, wide and the profile
 #   bench/device_run.sh part partNN # three calls, one part of the model each (split -n 3), then at once:
-#   bench/device_run.sh compare     # decode before/after at 1K and 8K, kernel probes, llama.cpp d1024/8192
+#   bench/device_run.sh compare [KV] # decode before/after at 1K and 8K, kernel probes (KV mode, default f32), llama.cpp d1024/8192
 #   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -48,7 +48,7 @@ compare)
   before q4res_8k_before --kv q4res --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "before q4res 8K"
   for v in before after; do  # where a decode step's GPU time goes, per kernel
     R=$AFTER; [ $v = before ] && R=$PWD/.site:$PWD/.before/runtime; [ $v = before ] && [ ! -d .before/runtime ] && continue
-    PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --out "$OUT/kp_$v.json" \
+    PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --kv "${2:-f32}" --out "$OUT/kp_$v.json" \
         2>&1 | grep -v Warning | head -n 16 | sed "s/^/$v: /"
   done
   before f32_before_again $K1 --label "before f32 1K again"

@@ -22,13 +22,32 @@ def test_rmsnorm_matches_reference(gpu, rows, dim):
 
 
 @pytest.mark.parametrize("neox", [False, True])
-@pytest.mark.parametrize("pos_base", [0, 7, 300])
+@pytest.mark.parametrize("pos_base", [0, 7, 300, 1100, 8000])
 def test_rope_matches_reference(gpu, neox, pos_base):
     x = RNG.standard_normal((4, 3, 64)).astype(np.float32)
     got = host.rope_run(gpu, x, pos_base, 10000.0, neox=neox, n_q=2)  # heads 0-1 via q, head 2 via k
     want = host.rope_reference(x, pos_base, 10000.0, neox=neox)
-    # f32 angle pos*base^(-2i/n) is off by ~|angle| * 2^-23 radians: bound 4e-7 * (pos + 4) * |x|
-    assert np.all(np.abs(got - want) <= 4e-7 * (pos_base + 8) * np.abs(x).max() + 1e-6)
+    # cos/sin from the float64 table (one f32 rounding each), then a*c - b*s: a few f32 roundings of
+    # |x| at every position; an angle in f32 would err by ~pos * 2^-24 rad (test_mutations catches it)
+    assert np.all(np.abs(got - want) <= 2.0 ** -21 * np.abs(x).max())
+
+
+def test_the_angle_table_is_the_references_float64_angles_rounded_once():
+    from bonsai.ops import rope
+    from bonsai.reference.ops import rope_angles
+
+    table = np.frombuffer(rope.angle_table(3000, 64, 10000.0), np.float32).reshape(3000, 32, 2)
+    cos, sin = rope_angles(np.arange(3000), 64, 10000.0, np.float32)
+    assert np.array_equal(table[..., 0].view(np.uint32), cos.view(np.uint32))
+    assert np.array_equal(table[..., 1].view(np.uint32), sin.view(np.uint32))
+
+
+def test_a_step_past_the_angle_table_is_refused():
+    from bonsai.ops import rope
+
+    rope.check_positions(2040, 8, 2048)
+    with pytest.raises(ValueError, match=r"positions \[2041, 2049\).*\[0, 2048\)"):
+        rope.check_positions(2041, 8, 2048)
 
 
 def test_rope_rotates_only_the_first_n_rot_dims(gpu):
