@@ -57,8 +57,7 @@ def bench_gpu(a, ids):
     engine.model.replay = not a.no_replay
     engine.gpu.direct_pass_calls = not a.wgpu_py_calls
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
-        engine.cache.variant = a.variant
-        engine.cache._attn.clear()
+        engine.cache.variant = a.variant  # drops the attention drivers made so far
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
     compiled0 = engine.gpu.compiled
     first_s = prefill_timing.time_one(engine, pf_ids)[0]  # the first request, as `bonsai run` meets it

@@ -46,8 +46,8 @@ Engine API (`api.KVCacheAPI`; all GPU buffers are the backend's; shapes row-majo
     cache.length[layer]                   # positions committed to the host master
     cache.streamed_windows                # windows written up from the master so far
   The parts: `layout` (row words, slots), `master` (host bytes), `staging` (the readback), `slots`
-  (resident windows, streaming, host pages), `residual` (grouped modes' newest group), `attention`
-  (the windowed online-softmax driver and kernels), `store` (store/group/scatter/dequantise kernels),
+  (resident windows, streaming, host pages), `residual` (grouped modes' newest group), `windows` (what
+  attention folds, resolved to slots), `attention` (the windowed online-softmax driver and kernels), `store` (store/group/scatter/dequantise kernels),
   `format` (row formats, modes, the numpy codec that is the kernels' oracle).
   Tests and measurements: `bonsai.diagnostics.numpy_cache.NumpyKVCache` adds numpy views of the
   master (`host_rows`, `dequantised`, `residual_rows`) and `append_host` (rows written by the codec).

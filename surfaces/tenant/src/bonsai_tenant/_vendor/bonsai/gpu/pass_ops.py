@@ -11,6 +11,7 @@ not there (another wgpu-py version), so results never depend on which path ran.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 PassOps = tuple[Callable[..., None], Callable[..., None], Callable[..., None]]
@@ -21,6 +22,7 @@ def wgpu_py_ops(compute_pass: Any) -> PassOps:
     return compute_pass.set_pipeline, compute_pass.set_bind_group, compute_pass.dispatch_workgroups
 
 
+@cache
 def _native_lib() -> tuple[Any, Any] | None:
     try:
         from wgpu.backends.wgpu_native._ffi import ffi, lib
