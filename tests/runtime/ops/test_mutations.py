@@ -150,7 +150,7 @@ def _rope_mutant(gpu, monkeypatch, old, new):
 
 def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
     assert _rope_ok(gpu, 9)
-    _rope_mutant(gpu, monkeypatch, "let row = min(p[5] + t, p[6] - 1u) * half;", "let row = min(p[5] + t + 1u, p[6] - 1u) * half;")
+    _rope_mutant(gpu, monkeypatch, "let row = 12u + 2u * t * half;", "let row = 12u + 2u * (t + 1u) * half;")
     assert not _rope_ok(gpu, 9)
 
 
@@ -159,8 +159,8 @@ def test_rope_angles_computed_in_the_kernel_are_caught_at_long_positions(gpu, mo
     """The kernel before issue 16's fix: angle pos * base^(-2i/n) in f32 and the shader's own cos/sin
     (SwiftShader's err by ~2e-4; lavapipe's angle by ~pos * 2^-24 rad). The table's bound catches it."""
     assert _rope_ok(gpu, pos)
-    _rope_mutant(gpu, monkeypatch, "let a = cs[row + pair];",
-                 "let th = f32(p[5] + t) * pow(10000.0, -2.0 * f32(pair) / f32(n_rot)); let a = vec2<f32>(cos(th), sin(th)) + 0.0 * cs[row + pair];")  # cs stays bound
+    _rope_mutant(gpu, monkeypatch, "let c = bitcast<f32>(p[row + 2u * pair]); let s = bitcast<f32>(p[row + 2u * pair + 1u]);",
+                 "let th = f32(p[5] + t) * pow(10000.0, -2.0 * f32(pair) / f32(n_rot)); let c = cos(th); let s = sin(th);")
     assert not _rope_ok(gpu, pos)
 
 

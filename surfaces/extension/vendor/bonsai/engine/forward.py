@@ -50,14 +50,13 @@ def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
 class GpuModel:
     """Weights + activations + the kernels' params; `record(...)` lays down one forward pass."""
 
-    def __init__(self, gpu: GpuBackend, cfg: ModelConfig, weights: Weights, cache: KVCacheAPI, batch: int = 32,
-                 positions: int = 2048) -> None:
+    def __init__(self, gpu: GpuBackend, cfg: ModelConfig, weights: Weights, cache: KVCacheAPI, batch: int = 32) -> None:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
-        self.rope = gpu.buffer(rope.PARAM_BYTES)  # RoPE params, rewritten each step: the position changes
-        self.positions = positions  # steps may run at positions [0, positions): the RoPE table's rows
-        self.rope_table = gpu.upload(rope.angle_table(positions, cfg.head_dim, cfg.rope_theta))
+        # RoPE's params and the step's cos/sin rows, rewritten each step: the positions change
+        self.rope = gpu.buffer(rope.block_bytes(batch, cfg.head_dim))
+        self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
         self.hist = gpu.buffer(16)  # (1,) u32: where argmax also writes this step's id (act.token[1 + it])
         self._hist_at = 0
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
@@ -98,9 +97,8 @@ class GpuModel:
             g.write(self.hist, array("I", [hist]))
             self._hist_at = hist
         self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
-        rope.check_positions(pos, t, self.positions)  # (the cache refused first if past max_positions)
-        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, self.positions,
-                                       c.n_heads, c.rms_eps))
+        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
+                + self.angles.rows(pos, t))
         if key is not None and key == self._tape_key:
             self.cache.replay_appends(pos, t)
             g.replay(self._tape)
@@ -142,8 +140,8 @@ class GpuModel:
                 rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
-            rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope_table, self.rope, c.n_heads + c.n_kv_heads, t,
-                          neox=c.rope_neox, qk_norm=c.qk_norm, head_dim=c.head_dim)
+            rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
+                          qk_norm=c.qk_norm, head_dim=c.head_dim)
             self.cache.append(layer, a.k, a.v, pos, t)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)

@@ -88,7 +88,7 @@ class Engine:
         self.cache = cache
         # tokens per forward step: the caller's batch, or fewer where logits would not fit one binding
         self.batch = fit_batch(self.requested_batch, self.cfg, gpu.max_binding_bytes)
-        self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch, positions=self.max_positions)
+        self.model = GpuModel(gpu, self.cfg, self.weights, cache, batch=self.batch)
 
     def _new_cache(self) -> KVCacheAPI:
         if self.cache_factory is None:
@@ -103,8 +103,7 @@ class Engine:
         """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
         self.kv_mode, self.window = kv, window
         self.cache = cache = self._new_cache()
-        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch,
-                              positions=self.max_positions)
+        self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
         self.reset()
         if self.warm:  # the new mode's kernels
             self.warmed_kernels += warmup.warm_up(self)
