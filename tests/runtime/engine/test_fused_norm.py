@@ -6,21 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine.native import load_engine
 from bonsai.ops import matmul as mm
 from tests.helpers.shader_patch import patch_shader
-from tests.helpers.synthetic import write_tiny_gguf
 
 # dim 320: each of the 64 invocations sums five squares, one round of four written-out loads and a tail
-TINY = dict(dim=320, n_heads=5, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+TINY = dict(dim=320, n_heads=5, n_kv_heads=1, head_dim=64, ffn_dim=256)
 
 
 @pytest.fixture
-def engine(gpu, tmp_path, monkeypatch):
-    """Matrices in buffers (the GPU kernel, which fuses), even on a CPU adapter."""
-    monkeypatch.setattr(mm, "_planar", lambda gpu, m: m)
-    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    return load_engine(path, gpu=gpu, kv="f32", window=8, max_positions=32, progress=False)
+def engine(gpu_kernel_engine):
+    return gpu_kernel_engine(**TINY)
 
 
 def _logits(engine, fuse: bool) -> np.ndarray:

@@ -6,20 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bonsai.engine.native import load_engine
-from bonsai.ops import matmul as mm
 from tests.helpers.shader_patch import patch_shader
-from tests.helpers.synthetic import write_tiny_gguf
 
-TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
 
 
 @pytest.fixture
-def engine(gpu, tmp_path, monkeypatch):
-    """Matrices in buffers (the GPU kernel, which fuses), even on a CPU adapter."""
-    monkeypatch.setattr(mm, "_planar", lambda gpu, m: m)
-    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    return load_engine(path, gpu=gpu, kv="f32", window=8, max_positions=48, progress=False)
+def engine(gpu_kernel_engine):
+    return gpu_kernel_engine(max_positions=48, **TINY)
 
 
 def _run(engine, fuse: bool) -> tuple[np.ndarray, list[int], int]:
