@@ -55,9 +55,9 @@ def bench_gpu(a, ids):
     if a.submit_every is not None:
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
+    engine.gpu.direct_pass_calls = not a.wgpu_py_calls
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
-        engine.cache.variant = a.variant
-        engine.cache._attn.clear()
+        engine.cache.variant = a.variant  # drops the attention drivers made so far
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
     compiled0 = engine.gpu.compiled
     first_s = prefill_timing.time_one(engine, pf_ids)[0]  # the first request, as `bonsai run` meets it
@@ -199,6 +199,8 @@ def main() -> None:
     p.add_argument("--block", type=int, default=None,
                    help="positions per block of the blocks attention variant (default: the driver's BLOCK)")
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
+    p.add_argument("--wgpu-py-calls", action="store_true",
+                   help="dispatch through wgpu-py's pass methods, not wgpu-native directly (gpu/pass_ops.py)")
     p.add_argument("--gpu-kernels", action="store_true",
                    help="on a CPU adapter (lavapipe) take the GPU kernels anyway (buffer matmuls with fused norms, "
                         "blocks attention): a GPU run's dispatch counts, at the CPU's speed")

@@ -7,8 +7,11 @@
 #   bench/device_run.sh decode  # call 2, at once: sends part01, joins the GGUF, decode_bench (+ HF);
 #                               # "decode full" adds no-replay, wide and the profile
 #   bench/device_run.sh part partNN # three calls, one part of the model each (split -n 3), then at once:
-#   bench/device_run.sh compare     # decode before/after at 1K and 8K, kernel probes, llama.cpp d1024/8192
+#   bench/device_run.sh compare [KV] # decode before/after at 1K and 8K, kernel probes (KV mode, default f32), llama.cpp d1024/8192
 #   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
+#   bench/device_run.sh ab KV N     # decode at 1K, before/after alternating N rounds
+#   bench/device_run.sh kvab N      # decode at 1K, f32 and q4res alternating N rounds
+#   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -48,7 +51,7 @@ compare)
   before q4res_8k_before --kv q4res --prompt-tokens 8000 --new-tokens 128 --prefill-tokens 512 --label "before q4res 8K"
   for v in before after; do  # where a decode step's GPU time goes, per kernel
     R=$AFTER; [ $v = before ] && R=$PWD/.site:$PWD/.before/runtime; [ $v = before ] && [ ! -d .before/runtime ] && continue
-    PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --out "$OUT/kp_$v.json" \
+    PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --kv "${2:-f32}" --out "$OUT/kp_$v.json" \
         2>&1 | grep -v Warning | head -n 16 | sed "s/^/$v: /"
   done
   before f32_before_again $K1 --label "before f32 1K again"
@@ -70,6 +73,36 @@ final)
   a after_r63 --prefill-kernels tiled --resident-steps 63 --label "after, 63 steps/readback (the most)"
   a after_b128 --prefill-kernels tiled,matvec --label "after, batch 128"
   b before_again --label "before again"
+  ;;
+ab)
+  # bench/device_run.sh ab KV ROUNDS (carry .whl .gl .before): decode at 1K, before and after alternating
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 --kv $2"
+  for r in $(seq 1 "$3"); do
+    PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 100 python3 bench/decode_bench.py $K1 --label "before $2 r$r" \
+        --out "$OUT/ab_before_$r.json" 2>&1 | grep "bonsai GPU"
+    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --label "after $2 r$r" \
+        --out "$OUT/ab_after_$r.json" 2>&1 | grep "bonsai GPU"
+  done
+  ;;
+kvab)
+  # bench/device_run.sh kvab ROUNDS (carry .whl .gl): decode at 1K, f32 and q4res KV alternating (this tree)
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1"
+  for r in $(seq 1 "$2"); do
+    for kv in f32 q4res; do
+      PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --kv $kv --label "$kv r$r" \
+          --out "$OUT/kvab_${kv}_$r.json" 2>&1 | grep "bonsai GPU"
+    done
+  done
+  ;;
+profile)
+  # bench/device_run.sh profile (after the three `part` calls; carry .whl .gl): the resident loop's host time, f32 and q4res
+  M=$(model_and_peer)
+  for kv in f32 q4res f32; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/resident_profile.py --model $M --kv $kv --top 22 \
+        --out "$OUT/profile_$kv.json" 2>&1 | grep -v Warning | cut -c1-150
+  done
   ;;
 kv)
   # needs carry [.gl, .whl, .before] where .before/runtime = `git archive <before> runtime/bonsai`

@@ -110,6 +110,13 @@ def main() -> None:
     py_s, gpu_s = _timed(gpu, tape, 20)
     step = {"dispatches": len(tape), "gpu_ms_per_step": (gpu_s - base) / 20 * 1e3, "round_trip_ms": base * 1e3, "python_ms_per_step": py_s / 20 * 1e3,
             "sum_of_kinds_ms": sum(r["step_us"] for r in rows) / 1e3}
+    py_calls = {"direct": [], "wgpu-py": []}  # the replay's Python per step by dispatch call path, interleaved
+    for _ in range(3):
+        for path in py_calls:
+            gpu.direct_pass_calls = path == "direct"
+            py_calls[path].append(_timed(gpu, tape, 20)[0] / 20 * 1e3)
+    gpu.direct_pass_calls = True
+    step["python_ms_per_step_by_calls"] = {k: min(v) for k, v in py_calls.items()}
     what = f"prefill of {a.prefill} ({'matvec' if a.old_prefill else 'tiled'})" if a.prefill else f"context {a.context}"
     print(f"{engine.gpu.description}, kv {a.kv}, {what}, block {driver.BLOCK}: {len(tape)} dispatches per step")
     print(f"{'kernel':48} {'groups':>14} {'n/step':>6} {'us each':>8} {'us/step':>8}")
@@ -118,6 +125,9 @@ def main() -> None:
               f"{r['step_us']:8.1f}")
     print(f"whole step replayed 20x: GPU {step['gpu_ms_per_step']:.3f} ms/step (kinds summed: "
           f"{step['sum_of_kinds_ms']:.3f}), Python replay {step['python_ms_per_step']:.3f} ms/step")
+    by = step["python_ms_per_step_by_calls"]
+    print(f"Python replay by dispatch calls (best of 3 interleaved): direct {by['direct']:.3f} ms/step, "
+          f"wgpu-py {by['wgpu-py']:.3f} ms/step ({by['wgpu-py'] / by['direct']:.2f}x)")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"host": platform.node(), "kv": a.kv, "context": a.context, "prefill": a.prefill,

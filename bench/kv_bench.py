@@ -61,7 +61,7 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, placement: str, 
     streamed_bytes = cache.streamed_windows * cache.slot_bytes / (a.repeats + 1) / a.layers
     digest = hashlib.sha256(gpu.read(out)).hexdigest()
     gpu.forget_bindings()  # cached bind groups hold this cache's buffers: free them before the next case
-    shown = f"{variant}{attention.BLOCK}" if cache._attention(a.heads).variant == "blocks" else variant
+    shown = f"{variant}{attention.BLOCK}" if cache._windows.driver(a.heads).variant == "blocks" else variant
     return {"kind": "attention", "mode": mode, "variant": shown, "block": attention.BLOCK, "window": window,
             "windows": placement if placement == "resident" else f"{placement} {a.budget_frac:g}",
             "out_sha256": digest,

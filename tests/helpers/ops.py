@@ -102,7 +102,7 @@ def rope_run(gpu: Any, x: Any, pos_base: int, base: float, *, neox: bool, n_rot:
 
     qb, kb = up(x[:, :n_q]), up(x[:, n_q:])
     w = gpu.upload(np.zeros(4, np.float32) if norm_w is None else np.asarray(norm_w, np.float32))
-    prm = gpu.upload(rope.params(h, d, n_rot or d, pos_base, base, n_q, eps))
+    prm = gpu.upload(rope.params(h, d, n_rot or d, pos_base, n_q, eps) + rope.angle_rows(pos_base, t, n_rot or d, base))
     rope.dispatch(gpu, qb, kb, w, prm, h, t, neox=neox, qk_norm=norm_w is not None, head_dim=d)
 
     def back(buf: Any, heads: int) -> Any:

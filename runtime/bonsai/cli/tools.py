@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import BonsaiError
-from ..kv import MODE_NAMES
+from ..kv import AUTO, MODE_NAMES
 from ..toolcall.builtin import BUILTIN_NAMES, builtin_registry
 from ..toolcall.events import TextEvent, ToolCallEvent
 from ..toolcall.parser import parse_text
@@ -173,7 +173,8 @@ def interactive_tool_chat(registry, *, tool_choice="auto", parallel_calls=True, 
     show_default=True,
     help="Allow several calls in one reply (constrained only).",
 )
-@click.option("--kv", type=click.Choice(MODE_NAMES), default="f32", show_default=True, help="KV cache mode (as `bonsai run`).")
+@click.option("--kv", type=click.Choice((AUTO, *MODE_NAMES)), default=AUTO, show_default=True,
+              help="KV cache mode (as `bonsai run`).")
 def chat(
     message: str,
     tool_names: str,

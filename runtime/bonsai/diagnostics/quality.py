@@ -1,8 +1,9 @@
 """Model quality per KV mode: the default model on real text with K/V round-tripped through each mode.
 
 The numpy reference forward (`bonsai.reference`) runs the text in chunks with its own KV cache; every
-layer's new K/V go through the mode's numpy codec (`formats`, bit-identical to the store/group
-kernels) before attention, so errors compound through the layers as in the runtime. Grouped-K modes
+layer's new K/V are stored as the engine's cache stores them (`stored_kv.mode_transform`: the mode's
+numpy codec, bit-identical to the store/group kernels) before attention, so errors compound through
+the layers as in the runtime. Grouped-K modes
 follow decode semantics exactly: a position sees the K of its own, unfinished group in f32 and every
 full group quantised; the group is quantised when its last position is appended (so that position
 already sees it quantised). Reported per mode, for positions up to each context length: perplexity,
@@ -22,10 +23,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..kv.format.codec import GROUP, encode, roundtrip
+from ..kv.format.codec import GROUP, encode
 from ..kv.format.modes import MODES, Mode
-from ..kv.format.rotate import hadamard
 from ..reference.forward import log_probs
+from .stored_kv import mode_transform
 
 
 def quality_text() -> str:
@@ -37,57 +38,23 @@ def quality_text() -> str:
     return " ".join(TEXT.split()) + "\n\n" + "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
 
 
-def stored_k(mode: Mode, k: np.ndarray) -> np.ndarray:
-    """K rows [n, n_kv, hd] as a row-format (not grouped) cache in `mode` stores and reads them back."""
-    if mode.k == "f32":
-        return k
-    return hadamard(roundtrip(hadamard(k), mode.k)) if mode.rotate_k else roundtrip(k, mode.k)
-
-
-def stored_v(mode: Mode, v: np.ndarray) -> np.ndarray:
-    """V rows as a cache in `mode` stores and reads them back (grouped modes' V rows are row-format)."""
-    return v if mode.v == "f32" else roundtrip(v, mode.v)
-
-
-def _row_codec(mode: Mode) -> Callable:
-    return lambda layer, k, v: (stored_k(mode, k), stored_v(mode, v))
+def steps(n: int) -> list[tuple[int, int]]:
+    """The forward calls over n positions: chunks of GROUP, each split before its last position, so a
+    position sees its own group's K unquantised unless it ends the group (decode semantics)."""
+    out = []
+    for i in range(0, n, GROUP):
+        end = min(i + GROUP, n)
+        out += [(i, end - 1), (end - 1, end)] if end - i == GROUP else [(i, end)]
+    return out
 
 
 def mode_log_probs(model, ids: list[int], mode: Mode) -> Iterator[np.ndarray]:
-    """Log-probabilities [n, vocab] (f64), chunk after chunk, with the cache in `mode` (decode
-    semantics, see the module docstring); the same chunks for every mode, covering `ids` in order."""
+    """Log-probabilities [n, vocab] (f64), chunk after chunk, with K/V stored as the engine's cache stores
+    them in `mode` (`stored_kv.mode_transform`); the same chunks for every mode, covering `ids` in order."""
     cache = model.new_cache()
-    vf = mode.v
-    row = _row_codec(mode)
-
-    def keep_k(layer, k, v):
-        if not mode.grouped:
-            return row(layer, k, v)
-        return k, (v if mode.v_residual else roundtrip(v, vf))
-
-    G = mode.group
-
-    def fill_group(layer, k, v):  # k is the chunk's last row; if it fills its group, quantise the group
-        if not mode.grouped:
-            return row(layer, k, v)
-        if (len(cache.k[layer]) + 1) % G:
-            return keep_k(layer, k, v)
-        group = np.concatenate([cache.k[layer][-(G - 1):], k])
-        q = roundtrip(group, mode.k)
-        cache.k[layer][-(G - 1):] = q[:-1]
-        if not mode.v_residual:
-            return q[-1:], roundtrip(v, vf)
-        vq = roundtrip(np.concatenate([cache.v[layer][-(G - 1):], v]), vf)
-        cache.v[layer][-(G - 1):] = vq[:-1]
-        return q[-1:], vq[-1:]
-
-    for i in range(0, len(ids), GROUP):
-        n = min(GROUP, len(ids) - i)
-        if n == GROUP:
-            yield log_probs(model.forward(ids[i: i + GROUP - 1], cache=cache, kv_transform=keep_k))
-            yield log_probs(model.forward(ids[i + GROUP - 1: i + GROUP], cache=cache, kv_transform=fill_group))
-        else:
-            yield log_probs(model.forward(ids[i: i + n], cache=cache, kv_transform=keep_k))
+    transform = mode_transform(mode, cache)
+    for start, end in steps(len(ids)):
+        yield log_probs(model.forward(ids[start:end], cache=cache, kv_transform=transform))
 
 
 def _compare(base: list[np.ndarray], chunks: Iterator[np.ndarray],

@@ -38,3 +38,26 @@ class StagingRing:
     def submitted(self, buf: Any) -> None:
         self.mapped[self.bufs.index(buf)] = False
 
+    def write(self, buf: Any, src: Any, offset: int, threads: int) -> None:
+        """Bytes of `src` (a uint8 array) into `buf` at `offset`: each chunk is copied into the next mapped
+        staging buffer by `threads` threads at once (numpy copies release the GIL), then on the GPU."""
+        import numpy as np
+
+        gpu = self.gpu
+        for start in range(0, src.nbytes, self.chunk):
+            piece = src[start: start + self.chunk]
+            stage = self.next()
+            dst = np.frombuffer(stage._experimental_get_mapped_range(0, piece.nbytes), np.uint8)
+            step = -(-piece.nbytes // threads // 4096) * 4096
+            parts = [(dst[i: i + step], piece[i: i + step]) for i in range(0, piece.nbytes, step)]
+            if len(parts) > 1 and piece.nbytes >= (1 << 20):
+                list(self.pool.map(lambda pr: np.copyto(pr[0], pr[1]), parts))
+            else:
+                np.copyto(dst, piece)
+            del dst, parts
+            stage.unmap()
+            enc = gpu.device.create_command_encoder()
+            enc.copy_buffer_to_buffer(stage, 0, buf, offset + start, piece.nbytes)
+            gpu.queue.submit([enc.finish()])
+            self.submitted(stage)
+

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .layout import Kind, Layout
+from .residual import Residual
+from .staging import Entry
 
 
 class HostMaster:
@@ -37,3 +39,25 @@ class HostMaster:
         row = self.layout.row_bytes(kind)
         host = self.layers[layer]
         return b"".join(host[at: at + (stop - p) * row] for at, p, stop in self.layout.runs(kind, start, end))
+
+    def commit(self, e: Entry, k_rows: memoryview, v_rows: memoryview, residual: Residual | None) -> list[tuple[int, int]]:
+        """One staging entry's rows, as read back, into the master (a grouped mode's f32 rows of the newest
+        group into the host residual instead); returns the (byte offset, byte count) ranges of the layer
+        that changed."""
+        m = self.layout.mode
+        changed = []
+        if e.group:  # a K group (and in q4res its V) quantised by the group kernel
+            assert residual is not None
+            changed += self.put(e.layer, Kind.K, e.pos, k_rows)
+            if m.v_residual:
+                changed += self.put(e.layer, Kind.V, e.pos, v_rows)
+            residual.commit_group(e.layer, e.pos)
+            return changed
+        if not m.v_residual:
+            changed += self.put(e.layer, Kind.V, e.pos, v_rows)
+        if residual is None:
+            changed += self.put(e.layer, Kind.K, e.pos, k_rows)
+        else:  # f32 rows of the newest group (an entry lies in one group): into the host residual
+            residual.commit_rows(e.layer, e.pos, e.n, k_rows, v_rows if m.v_residual else None)
+        self.length[e.layer] = max(self.length[e.layer], e.pos + e.n)
+        return changed

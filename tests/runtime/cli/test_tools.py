@@ -70,10 +70,12 @@ def test_bonsai_chat_gets_a_tools_option_that_routes_to_the_tool_loop(monkeypatc
 
 def test_tools_chat_offers_every_kv_mode_as_bonsai_run_does():
     """`bonsai tools chat --kv` takes the same modes as `bonsai run` (q4res included: the panel's default)."""
-    from bonsai.kv import MODE_NAMES
+    from bonsai.kv import AUTO, MODE_NAMES
 
-    command = main.commands["tools"].commands["chat"]
-    kv = next(p for p in command.params if p.name == "kv")
-    assert tuple(kv.type.choices) == tuple(MODE_NAMES) and "q4res" in MODE_NAMES
+    def kv_choices(command):
+        return tuple(next(p for p in command.params if p.name == "kv").type.choices)
+
+    chat = main.commands["tools"].commands["chat"]
+    assert kv_choices(chat) == kv_choices(main.commands["run"]) == (AUTO, *MODE_NAMES) and "q4res" in MODE_NAMES
     bad = CliRunner().invoke(main, ["tools", "chat", "hi", "--kv", "q9"])
     assert bad.exit_code == 2 and "'q9' is not one of" in bad.output, bad.output

@@ -14,6 +14,15 @@ from bonsai.cli import main
 from bonsai.diagnostics import exactness, measure
 from bonsai.diagnostics.measure import TooCleanError, check_not_too_clean, synthetic
 from bonsai.kv.attention import driver as attention
+from tests.helpers.synthetic import write_tiny_gguf
+
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)  # head_dim 64: shared kernels
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> str:
+    """A tiny synthetic GGUF: `verify model`'s checks do not need the real model's weights."""
+    return str(write_tiny_gguf(tmp_path_factory.mktemp("verify") / "tiny.gguf", "llama", weight_type="Q4_1", **TINY))
 
 
 def test_verify_attention_passes_and_lists_every_mutation(gpu, monkeypatch):
@@ -38,20 +47,23 @@ def test_verify_attention_exits_1_when_windows_drop_positions(gpu, monkeypatch):
     assert "FAIL f32 heads 4/4 hd 64 kv 8 decode: bits differ at window sizes" in result.output
 
 
-def test_verify_model_force_decodes_on_this_device_and_exits_0(gpu):
-    # short here (the real 1,100 tokens run in tests/runtime/engine/test_long_forced_decoding.py):
-    # 70 tokens in 64-position windows fill one q4res group, so its quantised path is compared too
-    result = CliRunner().invoke(main, ["verify", "model", "--tokens", "70", "--kv", "q4res", "--window", "64"])
+def test_verify_model_force_decodes_on_this_device_and_exits_0(gpu, tiny):
+    # short and on a tiny model here (the real model's 1,100 tokens run in
+    # tests/runtime/engine/test_long_forced_decoding.py): 70 tokens in 64-position windows fill one
+    # q4res group, so its quantised path is compared too
+    result = CliRunner().invoke(main, ["verify", "model", "--model", tiny, "--tokens", "70", "--kv", "q4res",
+                                       "--window", "64"])
     assert result.exit_code == 0, result.output
     assert "ok   kv q4res  window    64: 70 tokens, argmax agreement" in result.output
     assert result.output.rstrip().endswith("model: all checks passed")
 
 
-def test_verify_model_exits_1_when_attention_drops_positions(gpu, monkeypatch):
+def test_verify_model_exits_1_when_attention_drops_positions(gpu, tiny, monkeypatch):
     real = attention.Attention.pieces
     monkeypatch.setattr(attention.Attention, "pieces", lambda self, wins, n_q: [
         dataclasses.replace(w, end=min(w.end, w.start + 20)) for w in real(self, wins, n_q)])
-    result = CliRunner().invoke(main, ["verify", "model", "--tokens", "40", "--kv", "f32", "--window", "2048"])
+    result = CliRunner().invoke(main, ["verify", "model", "--model", tiny, "--tokens", "40", "--kv", "f32",
+                                       "--window", "2048"])
     assert result.exit_code == 1, result.output
     assert "FAIL kv f32    window  2048: 40 tokens" in result.output
     first_bad = int(re.search(r"first \|Δ\| > 0.01 at (\d+)", result.output).group(1))

@@ -78,5 +78,54 @@ def test_a_step_that_embeds_the_host_id_instead_of_the_gpu_id_is_caught(engine, 
 def test_a_park_that_drops_the_rows_is_caught(engine, monkeypatch):
     """Mutation: parking that empties staging without copying the rows leaves the host master behind."""
     one = _run(engine, 1)
-    monkeypatch.setattr(Handover, "park", lambda self: self.parked.append(self.staging.take()[0]))
+    monkeypatch.setattr(Handover, "park", lambda self: self.parked.append((self.staging.take()[0], self.rows_at)))
     assert _run(engine, 16)[3] != one[3]
+
+
+def _handover_bytes_read(engine, monkeypatch) -> tuple[int, int]:
+    """(bytes the handover's readbacks read in a 70-token run of 16-step blocks, the bound they must keep):
+    the flag slots, one position's stored rows per layer per parked step, every group the run quantised
+    and the tokens; not each step's worst-case room."""
+    read = []
+    real = Handover.readback
+
+    def spy(self, also):
+        real_read = self.gpu.read
+        self.gpu.read = lambda buf, n=None, off=0: read.append(n) or real_read(buf, n, off)
+        try:
+            return real(self, also)
+        finally:
+            del self.gpu.read
+
+    monkeypatch.setattr(Handover, "readback", spy)
+    _run(engine, 16)
+    lay = engine.cache.layout
+    hand = engine.cache._handover
+    steps = 70 - 1  # the first token comes from the prefill
+    group_words = (lay.k_words + (lay.v_words if lay.mode.v_residual else 0)) if lay.mode.grouped else 0
+    groups = (len(PROMPT) + steps) // lay.group if lay.mode.grouped else 0
+    rows = steps * lay.n_layers * (lay.stored_k_words + lay.stored_v_words) + groups * lay.group * lay.n_layers * group_words
+    bound = 4 * (len(read) * hand.rows_at + rows) + len(read) * 256
+    return sum(read), bound
+
+
+def test_a_handover_reads_the_parked_rows_not_each_steps_room(engine, monkeypatch):
+    got, bound = _handover_bytes_read(engine, monkeypatch)
+    assert 0 < got <= bound, (got, bound)
+
+
+def test_a_handover_that_pads_every_step_to_its_room_is_caught(engine, monkeypatch):
+    """Mutation: the old layout (every step parked at a worst-case stride) reads far more; q4res's room
+    holds a whole quantised group per step."""
+    real = Handover.park
+
+    def padded(self):
+        real(self)
+        self.rows_used = len(self.parked) * self.rows_max
+
+    monkeypatch.setattr(Handover, "park", padded)
+    got, bound = _handover_bytes_read(engine, monkeypatch)
+    if engine.cache.layout.mode.grouped:
+        assert got > bound, (got, bound)
+    else:  # f32 has no group: its room is one position's rows, as before
+        assert got <= bound

@@ -137,15 +137,30 @@ def test_cpu_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, che
     assert not check(gpu, name, texture=True), f"mutation not caught: {what}"
 
 
-def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
+def _rope_ok(gpu, pos):
     x = np.random.default_rng(5).standard_normal((3, 2, 64)).astype(np.float32)
+    got = host.rope_run(gpu, x, pos, 10000.0, neox=False, n_q=1)
+    return np.all(np.abs(got - host.rope_reference(x, pos, 10000.0, neox=False)) <= 2.0 ** -21 * np.abs(x).max())
 
-    def ok():
-        got = host.rope_run(gpu, x, 9, 10000.0, neox=False, n_q=1)
-        return np.all(np.abs(got - host.rope_reference(x, 9, 10000.0, neox=False)) <= 4e-7 * 17 * np.abs(x).max() + 1e-6)
 
-    assert ok()
-    k = _compile(gpu, "rope.wgsl", "let pos = f32(p[5] + t);", "let pos = f32(p[5] + t + 1u);",
-                 WG=rp.WG, NEOX=False, QK_NORM=False, HEAD_DIM=64)
+def _rope_mutant(gpu, monkeypatch, old, new):
+    k = _compile(gpu, "rope.wgsl", old, new, WG=rp.WG, NEOX=False, QK_NORM=False, HEAD_DIM=64)
     monkeypatch.setattr(gpu, "kernel", lambda *a, **kw: k)
-    assert not ok()
+
+
+def test_rope_position_off_by_one_is_caught(gpu, monkeypatch):
+    assert _rope_ok(gpu, 9)
+    _rope_mutant(gpu, monkeypatch, "let row = 12u + 2u * t * half;", "let row = 12u + 2u * (t + 1u) * half;")
+    assert not _rope_ok(gpu, 9)
+
+
+@pytest.mark.parametrize("pos", [1100, 8000])
+def test_rope_angles_computed_in_the_kernel_are_caught_at_long_positions(gpu, monkeypatch, pos):
+    """The kernel before issue 16's fix: angle pos * base^(-2i/n) in f32 and the shader's own cos/sin
+    (SwiftShader's err by ~2e-4; lavapipe's angle by ~pos * 2^-24 rad). The table's bound catches it."""
+    assert _rope_ok(gpu, pos)
+    _rope_mutant(gpu, monkeypatch, "let c = bitcast<f32>(p[row + 2u * pair]); let s = bitcast<f32>(p[row + 2u * pair + 1u]);",
+                 "let th = f32(p[5] + t) * pow(10000.0, -2.0 * f32(pair) / f32(n_rot)); let c = cos(th); let s = sin(th);")
+    assert not _rope_ok(gpu, pos)
+
+

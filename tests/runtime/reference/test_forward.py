@@ -48,40 +48,6 @@ def test_perplexity_of_real_english_is_sane_and_wrong_rope_mode_is_caught(
     assert wrong > 2 * ppl
 
 
-def test_kv_cache_incremental_matches_one_batch(default_reference, default_tokenizer):
-    ids = default_tokenizer.encode("Bonsai trees are small.")
-    full = default_reference.forward(ids)
-    cache = default_reference.new_cache()
-    parts = [default_reference.forward(ids[:3], cache=cache)]
-    parts += [default_reference.forward([t], cache=cache) for t in ids[3:]]
-    assert cache.length == len(ids)
-    np.testing.assert_allclose(np.concatenate(parts), full, rtol=1e-4, atol=1e-3)
-
-
-def test_kv_hook_and_capture(default_reference, default_tokenizer):
-    cfg = default_reference.config
-    ids = default_tokenizer.encode("Hello there, friend")
-    plain = default_reference.forward(ids)
-    seen: list[int] = []
-
-    def identity(layer, k, v):
-        seen.append(layer)
-        assert k.shape == v.shape == (len(ids), cfg.n_kv_heads, cfg.head_dim)
-        return k, v
-
-    captured: list[tuple[np.ndarray, np.ndarray]] = []
-    same = default_reference.forward(ids, kv_transform=identity, capture_kv=captured)
-    assert np.array_equal(same.view(np.uint32), plain.view(np.uint32))
-    assert seen == list(range(cfg.n_layers)) and len(captured) == cfg.n_layers
-    assert captured[0][0].shape == (len(ids), cfg.n_kv_heads, cfg.head_dim)
-
-    # A transform that degrades V in the last layer must change the logits.
-    def zero_last_v(layer, k, v):
-        return (k, np.zeros_like(v)) if layer == cfg.n_layers - 1 else (k, v)
-
-    assert not np.allclose(default_reference.forward(ids, kv_transform=zero_last_v), plain)
-
-
 # -- the independent naive oracle on tiny synthetic models --------------------------------------------
 
 
@@ -222,3 +188,42 @@ def test_synthetic_writer_is_deterministic_and_typed(tmp_path):
     assert model.config.arch == "qwen3" and model.config.head_dim == 32 and model.config.q_dim == 128
     with pytest.raises(ValueError, match="Q1_0 needs row widths that are multiples of 128"):
         write_tiny_gguf(tmp_path / "c.gguf", weight_type="Q1_0")
+
+
+# -- the reference's KV cache and hooks, on tiny synthetic models -----------------------------------
+
+
+def test_kv_cache_incremental_matches_one_batch(tmp_path):
+    model = ReferenceModel(write_tiny_gguf(tmp_path / "tiny.gguf", "llama", weight_type="Q4_1"))
+    ids = [5, 80, 17, 200, 3, 3, 150]
+    full = model.forward(ids)
+    cache = model.new_cache()
+    parts = [model.forward(ids[:3], cache=cache)]
+    parts += [model.forward([t], cache=cache) for t in ids[3:]]
+    assert cache.length == len(ids)
+    np.testing.assert_allclose(np.concatenate(parts), full, rtol=1e-4, atol=1e-3)
+
+
+def test_kv_hook_and_capture(tmp_path):
+    model = ReferenceModel(write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3", weight_type="Q8_0"))
+    cfg = model.config
+    ids = [5, 80, 17, 200]
+    plain = model.forward(ids)
+    seen: list[int] = []
+
+    def identity(layer, k, v):
+        seen.append(layer)
+        assert k.shape == v.shape == (len(ids), cfg.n_kv_heads, cfg.head_dim)
+        return k, v
+
+    captured: list[tuple[np.ndarray, np.ndarray]] = []
+    same = model.forward(ids, kv_transform=identity, capture_kv=captured)
+    assert np.array_equal(same.view(np.uint32), plain.view(np.uint32))
+    assert seen == list(range(cfg.n_layers)) and len(captured) == cfg.n_layers
+    assert captured[0][0].shape == (len(ids), cfg.n_kv_heads, cfg.head_dim)
+
+    # A transform that degrades V in the last layer must change the logits.
+    def zero_last_v(layer, k, v):
+        return (k, np.zeros_like(v)) if layer == cfg.n_layers - 1 else (k, v)
+
+    assert not np.allclose(model.forward(ids, kv_transform=zero_last_v), plain)

@@ -1,8 +1,8 @@
 """How exactly this adapter rotates (RoPE): the runtime's rope kernel against float64 Python, per position.
 
-WGSL lets sin and cos err by up to 2^-11 (absolute, inside [-pi, pi]); SwiftShader uses that room
-(~2e-4 at every position, bench/NOTES.md), where lavapipe's error is ~5e-7 at small positions and only
-grows with the f32 angle. The long forced decoding's log-probs inherit it.
+WGSL lets sin and cos err by up to 2^-11 (absolute), and SwiftShader used that room (~2e-4 at every
+position, bench/NOTES.md), so the kernel now takes cos/sin from the host's float64 table
+(`bonsai.ops.rope.angle_rows`): what is left is a few f32 roundings at every position, on any adapter.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def run(gpu: Any) -> dict:
     errors = {}
     for pos in POSITIONS:
         q = gpu.upload(struct.pack(f"<{HEAD_DIM}f", *vals))
-        prm = gpu.upload(rope.params(1, HEAD_DIM, HEAD_DIM, pos, THETA, 1))
+        prm = gpu.upload(rope.params(1, HEAD_DIM, HEAD_DIM, pos, 1) + rope.angle_rows(pos, 1, HEAD_DIM, THETA))
         rope.dispatch(gpu, q, gpu.buffer(16), gpu.buffer(16), prm, 1, 1, neox=False, qk_norm=False, head_dim=HEAD_DIM)
         got = struct.unpack(f"<{HEAD_DIM}f", gpu.read(q, 4 * HEAD_DIM))
         worst = 0.0

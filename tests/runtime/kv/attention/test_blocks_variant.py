@@ -55,7 +55,8 @@ def test_blocks_variant_across_the_rounds_of_loads(gpu):
 
 @pytest.mark.parametrize(("kernel", "old", "new"), [
     ("blocks.wgsl", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
-    ("blocks.wgsl", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u]);", "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u]);"),
+    ("blocks.wgsl", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);",
+     "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);"),
     ("blocks.wgsl", "                dot = dot + qs[d + 5u] * k5;", "                dot = dot + qs[d + 5u] * k4;"),
 ], ids=["fold drops the tail", "fold reuses a V row", "score reuses a K value"])
 def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, kernel, old, new):
@@ -63,6 +64,34 @@ def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypa
     results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=("f32",), head_dims=(64,), prefill=6),
                          UNROLLED["windows"], variant="blocks")
     assert any(not r.ok for r in results)
+
+
+# q4res with the runtime's 64-position blocks: each block is one of K's 64-position c4a groups, so the
+# fold decodes the group's channel scales once (fold.wgsl K_GROUP_CACHE) and each V row's scale and min
+# once (V_ROW_MIN); windows start and end inside blocks, and the newest group is the f32 residual.
+GROUPED = dict(kv_len=150, windows=[1, 63, 64, 65, 100])
+
+
+def _grouped_results(gpu, monkeypatch):
+    monkeypatch.setattr(attention, "BLOCK", 64)
+    return run_matrix(gpu, matrix(GROUPED["kv_len"], modes=("q4res",), head_dims=(64,), prefill=5),
+                      GROUPED["windows"], variant="blocks")
+
+
+def test_blocks_variant_decodes_grouped_scales_once_per_block(gpu, monkeypatch):
+    results = _grouped_results(gpu, monkeypatch)
+    assert results and all(r.ok for r in results), [r.describe() for r in results if not r.ok][:3]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("let gb = w.k_off + ((pos - pos % GROUP - w.buf_base)", "let gb = w.k_off + ((pos - pos % GROUP + GROUP - w.buf_base)"),
+    ("dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);",
+     "dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d ^ 1u]);"),
+    ("let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 2u]);"),
+], ids=["K scales of the next group", "K min of the neighbouring channel", "V min of the previous position"])
+def test_grouped_scales_from_the_wrong_place_are_caught(gpu, monkeypatch, old, new):
+    patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
+    assert any(not r.ok for r in _grouped_results(gpu, monkeypatch))
 
 
 def test_blocks_variant_passes_the_mutation_suite_without_mutations(gpu):

@@ -94,18 +94,18 @@ def test_a_master_that_drops_a_window_piece_is_caught(gpu, monkeypatch):
 
 def test_a_group_quantised_on_the_host_instead_of_read_back_would_be_caught(gpu, monkeypatch):
     """Mutation: committing a group's rows shifted by one position (a codec that disagrees) changes the master."""
-    from bonsai.kv.cache import KVCache as Cache
+    from bonsai.kv.master import HostMaster
 
     k, v = _rows(10)
     want = bytes(_fill(gpu, "q4res", k, v, on_gpu=False).master.layers[0])
-    real = Cache._commit
+    real = HostMaster.commit
 
-    def shifted(self, e, k_rows, v_rows):
+    def shifted(self, e, k_rows, v_rows, residual):
         if e.group:
             k_rows = bytes(k_rows)[4:] + bytes(k_rows)[:4]
-        return real(self, e, k_rows, v_rows)
+        return real(self, e, k_rows, v_rows, residual)
 
-    monkeypatch.setattr(Cache, "_commit", shifted)
+    monkeypatch.setattr(HostMaster, "commit", shifted)
     assert bytes(_fill(gpu, "q4res", k, v, on_gpu=True).master.layers[0]) != want
 
 

@@ -54,7 +54,9 @@ class GpuModel:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
-        self.rope = gpu.buffer(rope.PARAM_BYTES)  # RoPE params, rewritten each step: the position changes
+        # RoPE's params and the step's cos/sin rows, rewritten each step: the positions change
+        self.rope = gpu.buffer(rope.block_bytes(batch, cfg.head_dim))
+        self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
         self.hist = gpu.buffer(16)  # (1,) u32: where argmax also writes this step's id (act.token[1 + it])
         self._hist_at = 0
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
@@ -94,9 +96,9 @@ class GpuModel:
         if hist != self._hist_at:
             g.write(self.hist, array("I", [hist]))
             self._hist_at = hist
-        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.rope_theta,
-                                       c.n_heads, c.rms_eps))
         self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
+        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
+                + self.angles.rows(pos, t))
         if key is not None and key == self._tape_key:
             self.cache.replay_appends(pos, t)
             g.replay(self._tape)

@@ -13,41 +13,15 @@ re-uploaded state.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
-from .backend import (
-    TEXTURE_ROW_BYTES,
-    TEXTURE_ROW_WORDS,
-    GpuValidationError,
-    WordTexture,
-    round_up,
-    texture_rows,
-)
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, GpuValidationError, WordTexture, round_up
+from .jsbridge import WANTED_LIMITS, Adapter, ffi, is_null, js_message
 from .limits import browser_limits
 from .recorder import Recorder
-
-# Limits raised from the WebGPU minimums to what the adapter offers (the defaults are tiny).
-_WANTED_LIMITS = (
-    "maxStorageBufferBindingSize",
-    "maxBufferSize",
-    "maxStorageBuffersPerShaderStage",
-    "maxComputeWorkgroupStorageSize",
-    "maxComputeInvocationsPerWorkgroup",
-    "maxComputeWorkgroupSizeX",
-    "maxComputeWorkgroupsPerDimension",
-    "maxTextureDimension2D",
-)
-
-
-def _ffi() -> tuple[Any, Any, Any, Any]:
-    """(js, run_sync, to_js, create_proxy): Pyodide's bridge, imported only inside a browser."""
-    try:
-        import js
-        from pyodide.ffi import create_proxy, run_sync, to_js
-    except ImportError as exc:
-        raise GpuUnavailableError("BrowserGpu runs only inside Pyodide; natively use bonsai.gpu.Gpu") from exc
-    return js, run_sync, to_js, create_proxy
 
 
 class BrowserGpu(Recorder):
@@ -55,7 +29,7 @@ class BrowserGpu(Recorder):
 
     def __init__(self, device: Any, adapter: Any) -> None:
         super().__init__()
-        self._js, self._run_sync, self._to_js, self._create_proxy = _ffi()
+        self._js, self._run_sync, self._to_js, self._create_proxy = ffi()
         self.device = device
         self.adapter = Adapter(adapter)
         self.queue = device.queue
@@ -72,19 +46,19 @@ class BrowserGpu(Recorder):
     @classmethod
     def create(cls, power_preference: str = "high-performance") -> BrowserGpu:
         """Open the page's WebGPU adapter and a device on it with the adapter's full limits."""
-        js, run_sync, to_js, _ = _ffi()
+        js, run_sync, to_js, _ = ffi()
         gpu: Any = getattr(js.navigator, "gpu", None)
-        if _is_null(gpu):
+        if is_null(gpu):
             raise GpuUnavailableError(
                 "this browser exposes no WebGPU (navigator.gpu is undefined); use a current Chrome or "
                 "Chromium, or start it with --enable-unsafe-webgpu"
             )
         adapter = run_sync(gpu.requestAdapter(to_js({"powerPreference": power_preference},
                                                      dict_converter=js.Object.fromEntries)))
-        if _is_null(adapter):
+        if is_null(adapter):
             raise GpuUnavailableError("navigator.gpu.requestAdapter() found no adapter; enable WebGPU "
                                       "(chrome://gpu shows why it is off)")
-        limits = {name: getattr(adapter.limits, name) for name in _WANTED_LIMITS}
+        limits = {name: getattr(adapter.limits, name) for name in WANTED_LIMITS}
         try:
             device = run_sync(adapter.requestDevice(to_js({"requiredLimits": limits},
                                                           dict_converter=js.Object.fromEntries)))
@@ -99,36 +73,12 @@ class BrowserGpu(Recorder):
         return f"{name} (WebGPU, {info['architecture'] or 'unknown architecture'}, {info['adapter_type']})"
 
     # ---- buffers ------------------------------------------------------------------------
-    def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
-        whole 16-byte texels so any prefix of it can be copied into a word texture."""
-        U = self._js.GPUBufferUsage
-        usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
-        self.limits.check_buffer(nbytes)
-        return self.device.createBuffer(self._obj({"size": max(16, round_up(nbytes, 16)), "usage": usage}))
-
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview, array.array)."""
         view = memoryview(data).cast("B")
         buf = self.buffer(view.nbytes, uniform=uniform)
         self.write(buf, view)
         return buf
-
-    def write(self, buf: Any, data: Any, offset: int = 0) -> None:
-        """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
-        self._untaped()
-        self.flush()
-        view = memoryview(data).cast("B")
-        if view.nbytes % 4:
-            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
-        # Zero-copy: a typed-array view of the Python buffer, released right after the call.
-        proxy = self._create_proxy(view)
-        js_view = proxy.getBuffer("u8")
-        try:
-            self.queue.writeBuffer(buf, offset, js_view.data)
-        finally:
-            js_view.release()
-            proxy.destroy()
 
     def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
         """`write` (the page's queue takes large blocks as they are)."""
@@ -166,12 +116,6 @@ class BrowserGpu(Recorder):
         self._raise_errors()
         return data
 
-    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
-        """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
-        self._untaped()
-        self._end_pass()
-        self._open_encoder().copyBufferToBuffer(src, src_offset, dst, dst_offset, nbytes)
-
     def wait(self) -> None:
         """Block (suspending through JSPI, not spinning) until the queue has finished its work."""
         self.flush()
@@ -179,6 +123,18 @@ class BrowserGpu(Recorder):
         self._raise_errors()
 
     # ---- the Recorder's calls on navigator.gpu ---------------------------------------------
+    def _create_buffer(self, nbytes: int, uniform: bool) -> Any:
+        U = self._js.GPUBufferUsage
+        usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
+        return self.device.createBuffer(self._obj({"size": nbytes, "usage": usage}))
+
+    def _queue_write(self, buf: Any, offset: int, view: memoryview) -> None:
+        with self._js_bytes(view) as data:
+            self.queue.writeBuffer(buf, offset, data)
+
+    def _encode_copy(self, encoder: Any, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        encoder.copyBufferToBuffer(src, src_offset, dst, dst_offset, nbytes)
+
     def _compile(self, name: str, code: str, entry: str) -> Any:
         # An error scope keeps a bad shader's validation error here, not in a later read.
         self.device.pushErrorScope("validation")
@@ -186,7 +142,7 @@ class BrowserGpu(Recorder):
             pipeline, problems = self._pipeline(name, code, entry)
         finally:
             scoped = self._run_sync(self.device.popErrorScope())
-        if problems or not _is_null(scoped):
+        if problems or not is_null(scoped):
             raise ShaderError("\n".join(problems) or f"{name}: {scoped.message}")
         return pipeline
 
@@ -222,20 +178,11 @@ class BrowserGpu(Recorder):
             self._obj({"texture": tex.texture, "origin": [0, first_row, 0]}),
             self._to_js([width, rows, 1]))
 
-    def write_texture(self, tex: WordTexture, data: Any) -> None:
-        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
-        view = memoryview(data).cast("B")
-        rows = texture_rows(-(-view.nbytes // 4))
-        padded = memoryview(bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes))
-        proxy = self._create_proxy(padded)
-        js_view = proxy.getBuffer("u8")
-        try:
-            self.queue.writeTexture(self._obj({"texture": tex.texture}), js_view.data,
+    def _queue_write_texture(self, tex: WordTexture, data: memoryview, rows: int) -> None:
+        with self._js_bytes(data) as js_data:
+            self.queue.writeTexture(self._obj({"texture": tex.texture}), js_data,
                                     self._obj({"bytesPerRow": TEXTURE_ROW_BYTES, "rowsPerImage": rows}),
                                     self._to_js([TEXTURE_ROW_WORDS // 4, rows, 1]))
-        finally:
-            js_view.release()
-            proxy.destroy()
 
     def _pipeline(self, name: str, code: str, entry: str) -> tuple[Any, list[str]]:
         """(pipeline or None, compiler errors as `name:line:col: message`)."""
@@ -248,7 +195,7 @@ class BrowserGpu(Recorder):
         try:
             return self._run_sync(self.device.createComputePipelineAsync(self._obj(descriptor))), []
         except Exception as exc:  # GPUPipelineError arrives as a JsException
-            return None, [f"{name}: {_js_message(exc)}"]
+            return None, [f"{name}: {js_message(exc)}"]
 
     def flush(self) -> None:
         """Submit everything recorded so far (DeviceLostError once the device is gone)."""
@@ -266,6 +213,17 @@ class BrowserGpu(Recorder):
         self.device.destroy()
 
     # ---- internals ----------------------------------------------------------------------
+    @contextmanager
+    def _js_bytes(self, view: memoryview) -> Iterator[Any]:
+        """A zero-copy typed-array view of Python bytes for one call, released right after it."""
+        proxy = self._create_proxy(view)
+        js_view = proxy.getBuffer("u8")
+        try:
+            yield js_view.data
+        finally:
+            js_view.release()
+            proxy.destroy()
+
     def _obj(self, value: dict) -> Any:
         """A Python descriptor as a plain JS object (nested dicts and lists too)."""
         return self._to_js(value, dict_converter=self._js.Object.fromEntries)
@@ -278,7 +236,7 @@ class BrowserGpu(Recorder):
             self._run_sync(self._js.Promise.resolve(None))  # let a pending `lost` callback run
             if self.lost is not None:
                 raise DeviceLostError(f"the WebGPU device was lost while {doing} ({self.lost})") from exc
-            raise GpuValidationError(f"WebGPU failed while {doing}: {_js_message(exc)}") from exc
+            raise GpuValidationError(f"WebGPU failed while {doing}: {js_message(exc)}") from exc
 
     def _raise_errors(self) -> None:
         if self.lost is not None:
@@ -293,33 +251,3 @@ class BrowserGpu(Recorder):
 
     def _on_error(self, event: Any) -> None:
         self._errors.append(str(event.error.message))
-
-class Adapter:
-    """The JS GPUAdapter, with `info` as a dict of wgpu-py's keys: code written against the native
-    seam (e.g. `gpu.adapter.info["adapter_type"]`) reads both backends alike; `js` is the adapter."""
-
-    def __init__(self, js_adapter: Any) -> None:
-        self.js = js_adapter
-
-    @property
-    def info(self) -> dict[str, str]:
-        raw = self.js.info
-        fields = {key: str(getattr(raw, key, "") or "") for key in ("vendor", "architecture", "device", "description")}
-        software = bool(getattr(raw, "isFallbackAdapter", False)) or fields["architecture"] == "swiftshader"
-        return {**fields, "adapter_type": "CPU" if software else "Unknown", "backend_type": "WebGPU"}
-
-    @property
-    def limits(self) -> Any:
-        return self.js.limits
-
-
-def _is_null(value: Any) -> bool:
-    """JS null/undefined as Pyodide hands it over: None, or `pyodide.ffi.jsnull` in Pyodide >= 0.27."""
-    return value is None or type(value).__name__ == "JsNull"
-
-
-def _js_message(exc: BaseException) -> str:
-    """The message of a JS error carried by a JsException (its `.message`), else str(exc)."""
-    js_error = getattr(exc, "js_error", None)
-    message = getattr(js_error, "message", None)
-    return str(message) if message else str(exc)

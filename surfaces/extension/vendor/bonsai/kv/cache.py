@@ -12,12 +12,9 @@ GPU kernels (grouped modes included). The API the engine uses is `bonsai.kv.KVCa
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from ..gpu.backend import TEXTURE_ROW_BYTES
 from ..gpu.params import ParamCache, StepParams
-from .attention.driver import Attention, Window
 from .errors import KVError
 from .format.modes import MODES, get_mode
 from .handover import Handover
@@ -29,6 +26,7 @@ from .slots import Slots
 from .staging import Entry, Staging
 from .store.scatter import Scatter
 from .store.store import Store
+from .windows import Windows
 
 
 class KVCache:
@@ -46,18 +44,11 @@ class KVCache:
         self.n_layers, self.n_kv, self.head_dim, self.max_positions, self.window = (
             n_layers, n_kv_heads, head_dim, max_positions, window)
         self.slot_bytes = lay.slot_bytes
-        if vram_budget is None:
-            self.max_slots = n_layers * lay.n_windows
-        else:
-            self.max_slots = int(vram_budget) // lay.slot_bytes
-            if self.max_slots < 1:
-                raise KVError(f"vram_budget={vram_budget} bytes is below one window slot ({lay.slot_bytes} bytes = "
-                              f"{window} positions x {lay.slot_bytes // window} bytes); raise the budget or lower "
-                              "`window`")
+        self.max_slots = Slots.count(lay, vram_budget)
         self.master = HostMaster(lay)
         self.residual = Residual(lay) if lay.mode.grouped else None
         self.requested_staging_positions = staging_positions
-        self.variant = variant  # attention kernel variant ("auto": serial on CPU adapters)
+        self._variant = variant
         self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
         self.fuse_store = True  # one-position f32 rows: the store kernel writes the slot/residual copy too
         self._bind(gpu)
@@ -76,6 +67,16 @@ class KVCache:
     def staging_positions(self) -> int:
         return self._staging.positions
 
+    @property
+    def variant(self) -> str:
+        """The attention kernel variant ("auto": serial on CPU adapters); set it to drop the drivers made so far."""
+        return self._variant
+
+    @variant.setter
+    def variant(self, value: str) -> None:
+        self._variant = self._windows.variant = value
+        self._windows.drivers.clear()
+
     # ---- GPU side -------------------------------------------------------------------------
     def _bind(self, gpu: Any) -> None:
         """(Re)create every GPU object on `gpu`; the host master is untouched."""
@@ -90,12 +91,12 @@ class KVCache:
         self._step = StepParams(gpu)  # per-step words (positions) in buffers that keep their bind groups
         self._scatter = Scatter(gpu, self._params, self._step)
         self._store = Store(gpu, lay.n_kv, lay.head_dim, lay.mode, self._params)
-        self._attn: dict[int, Attention] = {}
         self._staging = Staging(gpu, lay, self.requested_staging_positions)
         self._mirrors = Mirrors(gpu)  # texture copies of slots for the serial (CPU) attention kernel
         self._slots = Slots(gpu, lay, self.master, self.max_slots, lambda: self._staging.pending, self.sync_host,
                             self._mirrors.mark_all)
-        self._state: Any = None
+        self._windows = Windows(gpu, lay, self._slots, self._mirrors, self.residual, self._params, self._step,
+                                self._variant)
         self._handover: Handover | None = None  # made by the first `park`
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
@@ -172,18 +173,8 @@ class KVCache:
         win = pos // self.window
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
-        att = self._attention(n_heads)
-        rows: tuple = ()
-        if att.variant == "serial":  # the step refreshes the mirrors' rows holding position pos
-            if res is not None:  # and the residual's, which move with pos too
-                return None
-            if any(self._mirrors.pending_rows(self._slots.resident[(layer, win)]) for layer in range(self.n_layers)):
-                return None
-            lay = self.layout  # the first and last texture row of each new K and V row
-            rows = tuple((lay.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES,
-                          ((lay.slot_word(kind, pos) + words) * 4 - 1) // TEXTURE_ROW_BYTES)
-                         for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
-        return win, g0, rows, tuple(att.fold_shape(w) for w in att.pieces(self._windows(0, pos + n)[1], n))
+        attention = self._windows.replay_key(pos, n, n_heads)
+        return None if attention is None else (win, g0, *attention)
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
@@ -205,8 +196,7 @@ class KVCache:
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
         if self.residual is not None:
             self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
-        att = self._attention(n_heads)
-        att.plan(self._windows(0, pos + n)[1], pos, n)
+        self._windows.plan(pos, n, n_heads)
 
     # ---- parking: rows that wait on the GPU for several decode steps -------------------------
     @property
@@ -247,94 +237,18 @@ class KVCache:
             more, staged_extra = self._staging.readback(also)
             rows, extra = rows + more, extra or staged_extra
         for entry, k_rows, v_rows in rows:
-            self._commit(entry, k_rows, v_rows)
+            self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
         return extra
 
-    def _commit(self, e: Entry, k_rows: memoryview, v_rows: memoryview) -> None:
-        """Rows read back from staging into the master (and the host residual)."""
-        res, m = self.residual, self.layout.mode
-        if e.group:
-            assert res is not None
-            self._put(e.layer, Kind.K, e.pos, k_rows)
-            if m.v_residual:
-                self._put(e.layer, Kind.V, e.pos, v_rows)
-            res.commit_group(e.layer, e.pos)
-            return
-        if not m.v_residual:
-            self._put(e.layer, Kind.V, e.pos, v_rows)
-        if res is None:
-            self._put(e.layer, Kind.K, e.pos, k_rows)
-        else:  # f32 rows of the newest group (an entry lies in one group): into the host residual
-            res.commit_rows(e.layer, e.pos, e.n, k_rows, v_rows if m.v_residual else None)
-        self.master.length[e.layer] = max(self.master.length[e.layer], e.pos + e.n)
-
     def _put(self, layer: int, kind: Kind, pos: int, rows: Any) -> None:
+        """Stored rows into the master, their windows' host pages marked stale (`NumpyKVCache.append_host`)."""
         self._slots.mark_stale(layer, self.master.put(layer, kind, pos, rows))
 
     # ---- attention ----------------------------------------------------------------------------
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
         """out[t] = causal GQA attention of q[t] (absolute position pos_base + t) over positions <= it."""
-        kv_len = pos_base + n_q
         self._check_range(layer, pos_base, n_q)
-        att = self._attention(n_heads)
-        need = att.state_bytes(n_q)
-        if self._state is None or self._state.size < need:
-            self._state = self.gpu.buffer(need)
-        q_end, wins = self._windows(layer, kv_len)
-        last = len(att.plan(wins, pos_base, n_q)) - 1  # parameter buffers first, so recording is not split
-        q = att.begin(q_buf, pos_base, n_q)
-        i = 0
-        # where attention folds the residual with the window before it (`Attention.combines`), both are
-        # resolved first, the residual's slot before the window's, so the slot folded is the one resident
-        groups = [[desc] for desc in wins]
-        if att.combines and len(wins) > 1 and wins[-1].residual:
-            groups[-2:] = [wins[-2:]]
-        for group in groups:
-            slots = {desc.start // self.window: None for desc in group}
-            for w in reversed(slots):
-                slots[w] = self._slots.get(layer, w)
-            resolved = [self._window(layer, desc.start // self.window, slots[desc.start // self.window], q_end,
-                                     residual=desc.residual) for desc in group]
-            if att.variant == "serial":  # the CPU kernel reads K and V through texture copies
-                resolved = [dataclasses.replace(win, k=self._mirrors.texture(win.k), v=self._mirrors.texture(win.v))
-                            for win in resolved]
-            for piece in att.pieces(resolved, n_q):
-                att.fold_window(q, self._state, pos_base, n_q, piece, i == 0, i, out_buf, i == last)
-                i += 1
-        att.finish(self._state, out_buf, pos_base, n_q)
-
-    def _windows(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
-        """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now."""
-        # grouped K: positions from the residual's group start on are f32 rows in the residual buffer
-        q_end = min(kv_len, self.residual.gpu_start[layer]) if self.residual is not None else kv_len
-        resident = self._slots.resident
-        wins = [self._window(layer, w, resident.get((layer, w)), q_end) for w in range(-(-q_end // self.window))]
-        if q_end < kv_len:
-            w = q_end // self.window
-            wins.append(self._window(layer, w, resident.get((layer, w)), q_end, residual=True))
-        return q_end, wins
-
-    def _window(self, layer: int, w: int, slot: Any, q_end: int, residual: bool = False) -> Window:
-        lay = self.layout
-        lo = w * lay.window
-        if residual:
-            assert self.residual is not None
-            res = self.residual.bufs[layer]
-            G = lay.group
-            if lay.mode.v_residual:  # K and V rows from the residual buffer (row 0 = q_end)
-                return Window(res, res, q_end, q_end + G, q_end, 0, G * lay.n_kv * lay.head_dim, True)
-            # K rows from the residual buffer (row 0 = q_end), V rows from the slot
-            return Window(res, slot, q_end, q_end + G, q_end, 0, lay.slot_word(Kind.V, q_end), True)
-        return Window(slot, slot, lo, min(lo + lay.window, q_end), lo, 0, lay.window * lay.k_words)
-
-    def _attention(self, n_heads: int) -> Attention:
-        att = self._attn.get(n_heads)
-        if att is None:
-            if n_heads % self.n_kv:
-                raise KVError(f"n_heads={n_heads} is not a multiple of the cache's n_kv_heads={self.n_kv}")
-            att = self._attn[n_heads] = Attention(self.gpu, n_heads, self.n_kv, self.head_dim, self.layout.mode,
-                                                   params=self._params, variant=self.variant, step=self._step)
-        return att
+        self._windows.attend(layer, q_buf, out_buf, pos_base, n_q, n_heads)
 
     # ---- device loss and sizes ----------------------------------------------------------------
     def restore(self, new_gpu: Any) -> None:

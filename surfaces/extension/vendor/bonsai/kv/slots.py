@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .errors import KVError
 from .layout import Layout
 from .master import HostMaster
 from .staging import Entry
@@ -19,6 +20,18 @@ from .staging import Entry
 
 class Slots:
     """The resident windows of one device (by last use, oldest first) and their host pages."""
+
+    @staticmethod
+    def count(layout: Layout, vram_budget: int | None) -> int:
+        """How many window slots a VRAM budget (bytes; None: no budget) holds: every window, without one."""
+        if vram_budget is None:
+            return layout.n_layers * layout.n_windows
+        slots = int(vram_budget) // layout.slot_bytes
+        if slots < 1:
+            raise KVError(f"vram_budget={vram_budget} bytes is below one window slot ({layout.slot_bytes} bytes = "
+                          f"{layout.window} positions x {layout.slot_bytes // layout.window} bytes); raise the "
+                          "budget or lower `window`")
+        return slots
 
     def __init__(self, gpu: Any, layout: Layout, master: HostMaster, max_slots: int,
                  pending: Callable[[], list[Entry]], sync: Callable[[], Any], rewritten: Callable[[Any], None]) -> None:

@@ -14,6 +14,7 @@ from typing import Any, cast
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
+from ..kv import resolve_mode
 from ..kv.api import KVCacheAPI
 from . import warmup
 from .forward import HISTORY, GpuModel, fit_batch
@@ -55,7 +56,8 @@ class Engine:
             raise ValueError(f"resident_steps must be in 1..{HISTORY}, got {resident_steps}")
         self.resident_steps = resident_steps
         self.cache_factory = cache_factory
-        self.kv_mode, self.window, self.vram_budget = kv, window, vram_budget
+        # kv "auto": the adapter's default (bonsai.kv.default_mode: q4res on a GPU, f32 on a CPU adapter)
+        self.kv_mode, self.window, self.vram_budget = resolve_mode(kv, gpu), window, vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
         self.requested_batch = self.batch = batch
         self.progress = progress
@@ -101,7 +103,7 @@ class Engine:
 
     def use_cache(self, *, kv: str, window: int) -> None:
         """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
-        self.kv_mode, self.window = kv, window
+        self.kv_mode, self.window = resolve_mode(kv, self.gpu), window
         self.cache = cache = self._new_cache()
         self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
         self.reset()

@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up, texture_rows
+from . import pass_ops
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up
 from .limits import native_limits
 from .recorder import Recorder
 from .transfer import HostPage, StagingRing
@@ -54,6 +55,7 @@ class Gpu(Recorder):
         self.adapter = adapter
         self.queue = device.queue
         self.limits = native_limits(device.limits)
+        self.direct_pass_calls = True  # dispatches through pass_ops.direct_ops (False: wgpu-py's methods)
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
 
@@ -93,14 +95,6 @@ class Gpu(Recorder):
         return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
 
     # ---- buffers ------------------------------------------------------------------------
-    def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
-        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
-        whole 16-byte texels so any prefix of it can be copied into a word texture."""
-        U = self._wgpu.BufferUsage
-        usage = (U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC
-        self.limits.check_buffer(nbytes)
-        return self.device.create_buffer(size=max(16, round_up(nbytes, 16)), usage=usage)
-
     def upload(self, data: Any, *, uniform: bool = False) -> Any:
         """A new buffer holding `data` (bytes, memoryview or a numpy array).
 
@@ -113,15 +107,6 @@ class Gpu(Recorder):
             view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
         self.queue.write_buffer(buf, 0, view)
         return buf
-
-    def write(self, buf: Any, data: Any, offset: int = 0) -> None:
-        """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
-        self._untaped()
-        self.flush()
-        view = memoryview(data).cast("B")
-        if view.nbytes % 4:
-            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
-        self.queue.write_buffer(buf, offset, view)
 
     def write_staged(self, buf: Any, data: Any, offset: int = 0, threads: int = 4) -> None:
         """`write` for large blocks: host bytes go through a ring of mapped staging buffers, filled by
@@ -138,24 +123,7 @@ class Gpu(Recorder):
             return
         self._untaped()
         self.flush()
-        ring = self._staging_ring()
-        chunk = ring.chunk
-        for start in range(0, src.nbytes, chunk):
-            piece = src[start: start + chunk]
-            stage = ring.next()
-            dst = np.frombuffer(stage._experimental_get_mapped_range(0, piece.nbytes), np.uint8)
-            step = -(-piece.nbytes // threads // 4096) * 4096
-            parts = [(dst[i: i + step], piece[i: i + step]) for i in range(0, piece.nbytes, step)]
-            if len(parts) > 1 and piece.nbytes >= (1 << 20):
-                list(ring.pool.map(lambda pr: np.copyto(pr[0], pr[1]), parts))
-            else:
-                np.copyto(dst, piece)
-            del dst, parts
-            stage.unmap()
-            enc = self.device.create_command_encoder()
-            enc.copy_buffer_to_buffer(stage, 0, buf, offset + start, piece.nbytes)
-            self.queue.submit([enc.finish()])
-            ring.submitted(stage)
+        self._staging_ring().write(buf, src, offset, threads)
 
     # ---- host pages: host RAM the GPU copies from (window streaming without a host copy per stream) --
     @property
@@ -249,12 +217,6 @@ class Gpu(Recorder):
         U = self._wgpu.BufferUsage
         return self.device.create_buffer(size=nbytes, usage=U.MAP_READ | U.COPY_DST)
 
-    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
-        """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
-        self._untaped()
-        self._end_pass()
-        self._open_encoder().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
-
     def wait(self) -> None:
         """Block until the queue is idle (wgpu 0.32's on_submitted_work_done_sync is broken)."""
         if not hasattr(self, "_sync_buf"):
@@ -262,6 +224,16 @@ class Gpu(Recorder):
         self._read_after_recorded(self._sync_buf, 4, 0)
 
     # ---- the Recorder's calls on wgpu-py ---------------------------------------------------
+    def _create_buffer(self, nbytes: int, uniform: bool) -> Any:
+        U = self._wgpu.BufferUsage
+        return self.device.create_buffer(size=nbytes, usage=(U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC)
+
+    def _queue_write(self, buf: Any, offset: int, view: memoryview) -> None:
+        self.queue.write_buffer(buf, offset, view)
+
+    def _encode_copy(self, encoder: Any, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        encoder.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+
     def _compile(self, name: str, code: str, entry: str) -> Any:
         try:
             module = self.device.create_shader_module(label=name, code=code)
@@ -281,7 +253,7 @@ class Gpu(Recorder):
         return encoder.begin_compute_pass()
 
     def _pass_ops(self, compute_pass: Any) -> tuple[Any, Any, Any]:
-        return compute_pass.set_pipeline, compute_pass.set_bind_group, compute_pass.dispatch_workgroups
+        return pass_ops.direct_ops(compute_pass) if self.direct_pass_calls else pass_ops.wgpu_py_ops(compute_pass)
 
     def _submit(self, encoder: Any) -> None:
         self.queue.submit([encoder.finish()])
@@ -299,12 +271,8 @@ class Gpu(Recorder):
              "rows_per_image": rows},
             {"texture": tex.texture, "origin": (0, first_row, 0)}, (width, rows, 1))
 
-    def write_texture(self, tex: WordTexture, data: Any) -> None:
-        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
-        view = memoryview(data).cast("B")
-        rows = texture_rows(-(-view.nbytes // 4))
-        padded = bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes)
-        self.queue.write_texture({"texture": tex.texture}, padded,
+    def _queue_write_texture(self, tex: WordTexture, data: memoryview, rows: int) -> None:
+        self.queue.write_texture({"texture": tex.texture}, data,
                                  {"bytes_per_row": TEXTURE_ROW_BYTES, "rows_per_image": rows},
                                  (TEXTURE_ROW_WORDS // 4, rows, 1))
 

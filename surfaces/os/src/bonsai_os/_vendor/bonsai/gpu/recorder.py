@@ -2,8 +2,9 @@
 pass that dispatches are recorded into, submitting, and taping a step's dispatches for replay.
 
 A backend subclasses `Recorder` and supplies the API calls (`_compile`, `_create_bind_group`,
-`_create_encoder`, `_begin_pass`, `_pass_ops`, `_submit`); everything else (the order of work, what
-a write or read does to an open tape) is decided here once.
+`_create_encoder`, `_begin_pass`, `_pass_ops`, `_submit`, `_create_buffer`, `_queue_write`,
+`_encode_copy`, ...); everything else (sizes, padding, the order of work, what a write or copy does to
+an open tape) is decided here once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from typing import Any
 
 from ..errors import GpuLimitError
 from . import shaders
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, KernelCache, WordTexture, texture_rows
+from .backend import (
+    TEXTURE_ROW_BYTES,
+    TEXTURE_ROW_WORDS,
+    Kernel,
+    KernelCache,
+    WordTexture,
+    round_up,
+    texture_rows,
+)
 from .limits import Limits
 
 _COPY_TO_TEXTURE = object()  # marks a tape entry that copies a buffer into a texture
@@ -72,7 +81,22 @@ class Recorder:
     def _submit(self, encoder: Any) -> None:
         raise NotImplementedError
 
+    def _create_buffer(self, nbytes: int, uniform: bool) -> Any:
+        """A zero-filled buffer of `nbytes` (a multiple of 16): uniform or storage, copy source and destination."""
+        raise NotImplementedError
+
+    def _queue_write(self, buf: Any, offset: int, view: memoryview) -> None:
+        """The queue's write of host bytes (a multiple of 4) into `buf` at `offset`."""
+        raise NotImplementedError
+
+    def _encode_copy(self, encoder: Any, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        raise NotImplementedError
+
     def _create_texture(self, rows: int) -> WordTexture:
+        raise NotImplementedError
+
+    def _queue_write_texture(self, tex: WordTexture, data: memoryview, rows: int) -> None:
+        """The queue's write of `rows` whole rows of host bytes into `tex` from its first row."""
         raise NotImplementedError
 
     def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
@@ -80,7 +104,35 @@ class Recorder:
         """Texels [0, width) of rows [first_row, first_row + rows) <- the same bytes of `buf`."""
         raise NotImplementedError
 
+    # ---- buffers: made, written and copied in order with the recorded work -----------------------
+    def buffer(self, nbytes: int, *, uniform: bool = False) -> Any:
+        """A zero-filled GPU buffer usable as storage (or uniform), copy source and destination; sized to
+        whole 16-byte texels so any prefix of it can be copied into a word texture."""
+        self.limits.check_buffer(nbytes)
+        return self._create_buffer(max(16, round_up(nbytes, 16)), uniform)
+
+    def write(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
+        self._untaped()
+        self.flush()
+        view = memoryview(data).cast("B")
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        self._queue_write(buf, offset, view)
+
+    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Record a GPU-side copy between buffers (ordered with the dispatches around it)."""
+        self._untaped()
+        self._end_pass()
+        self._encode_copy(self._open_encoder(), src, src_offset, dst, dst_offset, nbytes)
+
     # ---- word textures ---------------------------------------------------------------------
+    def write_texture(self, tex: WordTexture, data: Any) -> None:
+        """Host bytes into `tex` from its first word (whole rows: the tail is zero-filled)."""
+        view = memoryview(data).cast("B")
+        rows = texture_rows(-(-view.nbytes // 4))
+        self._queue_write_texture(tex, memoryview(bytes(view) + bytes(rows * TEXTURE_ROW_BYTES - view.nbytes)), rows)
+
     def word_texture(self, words: int) -> WordTexture:
         """A zero-filled word texture holding at least `words` u32 words (whole rows of TEXTURE_ROW_WORDS)."""
         rows = texture_rows(words)

@@ -2,13 +2,15 @@
 // Q/K norm). Heads h < n_q live in `q` (t, n_q, D) and use norm weights w[0:D]; heads h >= n_q live
 // in `k` (t, n_heads - n_q, D) and use w[D:2D]. One workgroup per (head, token): Q and K in one
 // dispatch. Mode NEOX rotates pairs (i, i + n_rot/2); GGML "normal" rotates pairs (2i, 2i + 1).
-// Angle for pair i at position pos: pos * base^(-2i / n_rot).
+// Angle for pair i at position pos: pos * base^(-2i / n_rot); its cos and sin come from the host, in the
+// parameter block after the header (rope.py: computed in float64; WGSL's sin/cos may err by 2^-11).
 const WG: u32 = {{WG}}u;
 const NEOX: bool = {{NEOX}};
 const QK_NORM: bool = {{QK_NORM}};
 const HEAD_DIM: u32 = {{HEAD_DIM}}u;  // p[1]: the workgroup's copy of one head holds exactly this many
 
-// params (u32): n_heads (Q + K), head_dim, n_rot, 0, 0, pos_base, base (f32 bits), n_q, eps (f32 bits)
+// params (u32): n_heads (Q + K), head_dim, n_rot, 0, 0, pos_base, 0, n_q, eps (f32 bits), 0, 0, 0; then
+// for token t and pair i, words 12 + 2 (t n_rot / 2 + i) and the next: cos and sin (f32 bits)
 @group(0) @binding(0) var<storage, read_write> q: array<f32>;
 @group(0) @binding(1) var<storage, read_write> k: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
@@ -40,16 +42,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = li; i < d; i += WG) { vals[i] = (vals[i] * scale) * w[wo + i]; }
     }
     workgroupBarrier();
-    let pos = f32(p[5] + t);
-    let base = bitcast<f32>(p[6]);
     let half = n_rot / 2u;
+    let row = 12u + 2u * t * half;  // token t's (cos, sin) pairs
     for (var i = li; i < d; i += WG) {
         var v = vals[i];
         if (i < n_rot) {
             var pair: u32; var first: bool;
             if (NEOX) { pair = i % half; first = i < half; } else { pair = i / 2u; first = (i & 1u) == 0u; }
-            let theta = pos * pow(base, -2.0 * f32(pair) / f32(n_rot));
-            let c = cos(theta); let s = sin(theta);
+            let c = bitcast<f32>(p[row + 2u * pair]); let s = bitcast<f32>(p[row + 2u * pair + 1u]);
             var i0: u32; var i1: u32;
             if (NEOX) { i0 = pair; i1 = pair + half; } else { i0 = 2u * pair; i1 = i0 + 1u; }
             if (first) { v = vals[i0] * c - vals[i1] * s; } else { v = vals[i0] * s + vals[i1] * c; }

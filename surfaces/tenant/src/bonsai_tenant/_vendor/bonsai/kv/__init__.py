@@ -46,8 +46,8 @@ Engine API (`api.KVCacheAPI`; all GPU buffers are the backend's; shapes row-majo
     cache.length[layer]                   # positions committed to the host master
     cache.streamed_windows                # windows written up from the master so far
   The parts: `layout` (row words, slots), `master` (host bytes), `staging` (the readback), `slots`
-  (resident windows, streaming, host pages), `residual` (grouped modes' newest group), `attention`
-  (the windowed online-softmax driver and kernels), `store` (store/group/scatter/dequantise kernels),
+  (resident windows, streaming, host pages), `residual` (grouped modes' newest group), `windows` (what
+  attention folds, resolved to slots), `attention` (the windowed online-softmax driver and kernels), `store` (store/group/scatter/dequantise kernels),
   `format` (row formats, modes, the numpy codec that is the kernels' oracle).
   Tests and measurements: `bonsai.diagnostics.numpy_cache.NumpyKVCache` adds numpy views of the
   master (`host_rows`, `dequantised`, `residual_rows`) and `append_host` (rows written by the codec).
@@ -60,7 +60,22 @@ from .errors import KVError, NonFiniteKVError
 # The names of `modes.MODES` without importing numpy (for CLI choices); a test keeps them equal.
 MODE_NAMES = ("f32", "q8", "q4", "q4r", "q4b", "k8v4", "k8v4b", "kc4v4", "kc4v4b", "k8v4a", "kc4av4a", "q4res")
 
-__all__ = ["MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError"]
+# `--kv auto` (the CLI's default): the mode `default_mode` picks for the adapter
+AUTO = "auto"
+
+__all__ = ["AUTO", "MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError", "default_mode", "resolve_mode"]
+
+
+def default_mode(gpu: Any) -> str:
+    """q4res on a GPU: it decodes at f32's speed there (H200: 0.98x, bench/NOTES.md session 9) with 7x
+    less KV memory at +0.4% perplexity. f32 on a CPU adapter (lavapipe, SwiftShader), where decoding 4-bit
+    rows costs more compute than the memory it saves (lavapipe: q4res decodes at ~0.66x f32)."""
+    return "f32" if gpu.is_cpu else "q4res"
+
+
+def resolve_mode(kv: str, gpu: Any) -> str:
+    """`kv`, or the adapter's `default_mode` for "auto"."""
+    return default_mode(gpu) if kv == AUTO else kv
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,15 @@
 """Decode steps' staged rows parked on the GPU until the host takes them, several steps per readback.
 
 A GPU-resident decode loop reads nothing back between steps. After each step the rows (and flags)
-the store kernel staged are copied, by two scatter dispatches, into slot `j` of the handover buffer,
-and staging is empty again, so the next step books the same staging words as the last one and its
-taped dispatches can be replayed. Every `steps` steps one read brings all parked slots back (with a
-few extra bytes: the loop's tokens) and their rows reach the host master in booking order.
+the store kernel staged are copied, by two scatter dispatches, into the handover buffer, and staging
+is empty again, so the next step books the same staging words as the last one and its taped
+dispatches can be replayed. Every `steps` steps one read brings all parked steps back (with a few
+extra bytes: the loop's tokens) and their rows reach the host master in booking order.
+
+Layout: every step's flags in a fixed-size slot from word 0, then the steps' rows one after the other
+from word `rows_at`, each step's at the end of the last one's. A slot sized for the worst case (a
+step that fills a grouped mode's group copies the whole quantised group) would make every read carry
+that room: q4res read 7.5 MB per 16 steps instead of 0.75 MB (bench/NOTES.md, session 9).
 """
 
 from __future__ import annotations
@@ -30,19 +35,21 @@ class Handover:
         self.rows_max = layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words)
         self.rows_max += layout.group * layout.n_layers * group_words
         self.flags_max = layout.n_layers * 2 * layout.n_kv
-        self.stride = self.rows_max + self.flags_max
-        if steps < 1 or (steps * self.stride * 4 + ALSO_BYTES) > gpu.max_binding_bytes:
-            raise KVError(f"a handover of {steps} decode steps ({self.stride * 4} bytes each) does not fit one "
-                          f"storage binding ({gpu.max_binding_bytes} bytes); use fewer steps per readback")
+        self.rows_at = steps * self.flags_max  # first word of the rows: the flag slots come first
+        if steps < 1 or ((self.rows_at + steps * self.rows_max) * 4 + ALSO_BYTES) > gpu.max_binding_bytes:
+            raise KVError(f"a handover of {steps} decode steps ({(self.rows_max + self.flags_max) * 4} bytes each) "
+                          f"does not fit one storage binding ({gpu.max_binding_bytes} bytes); use fewer steps per "
+                          "readback")
         self.gpu, self.staging, self.scatter, self.steps = gpu, staging, scatter, steps
-        self.buffer = gpu.buffer(steps * self.stride * 4 + ALSO_BYTES)
-        self.parked: list[list[Entry]] = []  # slot j: the entries of the j-th parked step, words from 0
+        self.buffer = gpu.buffer((self.rows_at + steps * self.rows_max) * 4 + ALSO_BYTES)
+        self.rows_used = 0  # words of rows parked since the last readback
+        # per parked step: its entries (words from 0) and where its rows start in the buffer
+        self.parked: list[tuple[list[Entry], int]] = []
 
     def prepare(self) -> None:
         """Write the next park's destinations now, before its step is recorded (no write splits the pass)."""
-        base = len(self.parked) * self.stride
-        self.scatter.dst_words(base, 0, role=ROWS_ROLE)
-        self.scatter.dst_words(base + self.rows_max, 0, role=FLAGS_ROLE)
+        self.scatter.dst_words(self.rows_at + self.rows_used, 0, role=ROWS_ROLE)
+        self.scatter.dst_words(len(self.parked) * self.flags_max, 0, role=FLAGS_ROLE)
 
     def park(self) -> None:
         """Record the copies of everything staged since the last park into the next slot; empty staging."""
@@ -52,24 +59,23 @@ class Handover:
         if words > self.rows_max or flags > self.flags_max:
             raise KVError(f"a parked step staged {words} words and {flags} flags, above one slot's "
                           f"{self.rows_max} and {self.flags_max}: park after every one-position step")
-        base = len(self.parked) * self.stride
-        self.scatter.record(self.staging.buffer, 0, words, 0, 0, self.buffer, base, 0, role=ROWS_ROLE)
-        self.scatter.record(self.staging.flags, 0, flags, 0, 0, self.buffer, base + self.rows_max, 0, role=FLAGS_ROLE)
-        self.parked.append(pending)
+        rows, flag_slot = self.rows_at + self.rows_used, len(self.parked) * self.flags_max
+        self.scatter.record(self.staging.buffer, 0, words, 0, 0, self.buffer, rows, 0, role=ROWS_ROLE)
+        self.scatter.record(self.staging.flags, 0, flags, 0, 0, self.buffer, flag_slot, 0, role=FLAGS_ROLE)
+        self.parked.append((pending, rows))
+        self.rows_used += words
 
     def readback(self, also: tuple[Any, int] | None) -> tuple[list[tuple[Entry, memoryview, memoryview]], bytes]:
-        """Every parked step's (entry, K rows, V rows), in booking order, and the `also` bytes: one read."""
-        n = len(self.parked)
-        tail = n * self.stride * 4
+        """Every parked step's (entry, K rows, V rows), in booking order, and the `also` bytes: one read of
+        the flag slots and the rows parked (not the room a step could have used)."""
+        tail = (self.rows_at + self.rows_used) * 4
         extra = round_up(also[1], 4) if also is not None else 0
         if also is not None:
             self.gpu.copy(also[0], 0, self.buffer, tail, extra)
         raw = memoryview(self.gpu.read(self.buffer, tail + extra))
-        parked, self.parked = self.parked, []
+        parked, self.parked, self.rows_used = self.parked, [], 0
         out = []
-        for j, pending in enumerate(parked):
-            base = j * self.stride * 4
-            data = raw[base: base + self.rows_max * 4]
-            flags = raw[base + self.rows_max * 4: base + self.stride * 4].cast("I")
-            out += self.staging.rows(pending, data, flags)
+        for j, (pending, rows) in enumerate(parked):
+            flags = raw[j * self.flags_max * 4: (j + 1) * self.flags_max * 4].cast("I")
+            out += self.staging.rows(pending, raw[rows * 4: (rows + self.rows_max) * 4], flags)
         return out, (bytes(raw[tail: tail + also[1]]) if also is not None else b"")

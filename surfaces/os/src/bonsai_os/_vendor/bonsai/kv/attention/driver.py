@@ -19,21 +19,7 @@ from ...gpu.params import ParamCache, StepParams, f32_bits, f32_literal
 from ..errors import KVError
 from ..format.modes import Mode, get_mode
 from ..format.rows import FORMATS, decode_constants
-
-
-@dataclass(frozen=True)
-class Mutations:
-    """Deliberate bugs, for the tests and `bonsai verify attention` only; all off in the runtime."""
-
-    drop_boundary: bool = False  # (1) skip the first position of every window after the first
-    overlap: bool = False  # (2) start every later window one position early (counted twice)
-    normalise_each_window: bool = False  # (3) acc /= l, l = 1 at each window boundary
-    pos_base_zero: bool = False  # (4) run the query at pos_base = 0
-    gqa_modulo: bool = False  # (5) KV head h % n_kv instead of h // (n_heads / n_kv)
-    causal_plus_one: bool = False  # (6) let token i see position pos_base + i + 1
-
-
-NO_MUTATIONS = Mutations()
+from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the windows the tests cut
 
 # Two kernels of one family (same parameters, window descriptors and state layout), both keeping the
 # invariant; the tests run both.
@@ -82,16 +68,6 @@ class Window:
     res: Any = None
     res_start: int = NO_RESIDUAL
     res_v_off: int = 0
-
-
-def split(kv_len: int, size: int, mutations: Mutations = NO_MUTATIONS) -> list[tuple[int, int]]:
-    """Consecutive [start, end) ranges of `size` positions covering [0, kv_len)."""
-    ranges = [(s, min(s + size, kv_len)) for s in range(0, kv_len, size)]
-    if mutations.drop_boundary:
-        ranges = [(s + (i > 0), e) for i, (s, e) in enumerate(ranges)]
-    if mutations.overlap:
-        ranges = [(s - (i > 0), e) for i, (s, e) in enumerate(ranges)]
-    return ranges
 
 
 class Attention:

@@ -1,12 +1,35 @@
 // Used by blocks.wgsl (//#include): scores and the one-position-at-a-
-// time fold. Expects `p`, `w`, `kword`/`vword` (../format/words_buffer.wgsl), workgroup arrays `qs` (the query), `sc` (HD scores) and `vs`
-// (their V rows' scales), format/row_format.wgsl, format/k_elem.wgsl and format/v_elem.wgsl; one workgroup of HD
+// time fold. Expects `p`, `w`, `kword`/`vword` (../format/words_buffer.wgsl), workgroup arrays `qs` (the query), `sc` (HD scores), `vs`
+// and `vm` (their V rows' scales and mins), `ks` and `km` (K_GROUP_CACHE), format/row_format.wgsl, format/k_elem.wgsl and format/v_elem.wgsl; one workgroup of HD
 // invocations; RESIDUAL and the f32 rows `rc` (see pos_score).
+
+// Per-channel asymmetric K (c4a: q4res's K) whose groups are the blocks: every quantised position a
+// workgroup scores shares one group, so its channels' scales and mins are decoded once per fold_range
+// (into `ks`, `km`; load_group_scales) instead of once per value per position; the values of k_elem.
+const K_GROUP_CACHE: bool = K_BITS < 32u && K_C4 && K_ASYM && GROUP == BLOCK;
+
+// Invocation j: channel j's scale and min of the group holding quantised position pos (K_GROUP_CACHE).
+fn load_group_scales(pos: u32, g: u32, j: u32) {
+    let gb = w.k_off + ((pos - pos % GROUP - w.buf_base) * p.n_kv + g) * K_WORDS;  // the group's first row
+    let sm = kword(gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + j % CPR);
+    ks[j] = h2f(sm & 0xffffu);
+    km[j] = h2f_signed(sm >> 16u);
+}
 
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 fn score(r: u32, pos: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
+    if (K_GROUP_CACHE) {  // each word's K_PER codes with the group's cached scales; k_elem's values and order
+        for (var wd = 0u; wd < K_VW; wd = wd + 1u) {
+            let word = kword(kb + wd);
+            for (var e = 0u; e < K_PER; e = e + 1u) {
+                let d = wd * K_PER + e;
+                dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
+            }
+        }
+        return dot * p.qk_scale;
+    }
     if (K_BITS == 32u || K_C4 || K_ASYM) {
         let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
         if (HD % 8u == 0u) {  // eight K values loaded before they are summed (as in fold_range); same sum
@@ -68,10 +91,18 @@ fn pos_score(pos: u32, g: u32) -> f32 {
 // First word of the V row of position pos (a quantised position), head g.
 fn v_row(pos: u32, g: u32) -> u32 { return w.v_off + ((pos - w.buf_base) * p.n_kv + g) * V_WORDS; }
 
-// V value j of position pos, head g (s: its row scale, where V_ROW_SCALE).
-fn pos_v(pos: u32, g: u32, j: u32, s: f32) -> f32 {
+// Asymmetric row-scaled V codes (q4a: q4res's V): each position's scale and min are decoded once, by
+// the invocation that scores it (into `vs`, `vm`), not by every invocation; the values of v_elem.
+const V_ROW_MIN: bool = V_BITS < 32u && V_ASYM;
+
+// V value j of position pos, head g (s: its row scale, where V_ROW_SCALE or V_ROW_MIN; mn: its min).
+fn pos_v(pos: u32, g: u32, j: u32, s: f32, mn: f32) -> f32 {
     if (in_residual(pos)) { return bitcast<f32>(rc[w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j]); }
     if (V_ROW_SCALE) { return v_scaled(v_row(pos, g), j, s); }
+    if (V_ROW_MIN) {
+        let code = (vword(v_row(pos, g) + j / V_PER) >> (V_BITS * (j % V_PER))) & V_MASK;
+        return f32(code) * s + mn;
+    }
     return v_elem(v_row(pos, g), j);
 }
 
@@ -94,23 +125,32 @@ fn fold_one(s: f32, v: f32, m: ptr<function, f32>, l: ptr<function, f32>, acc: p
 // The values and the order of the operations are those of one position at a time.
 fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<function, f32>,
               acc: ptr<function, f32>) {
+    if (K_GROUP_CACHE) {  // lo and hi - 1 lie in one block, so in one group (lo uniform: the barrier is too)
+        if (lo < hi && !in_residual(lo)) { load_group_scales(lo, g, j); }
+        workgroupBarrier();
+    }
     for (var b = lo; b < hi; b = b + HD) {
         if (b + j < hi) {
             sc[j] = pos_score(b + j, g);
             if (V_ROW_SCALE && !in_residual(b + j)) { vs[j] = v_row_scale(v_row(b + j, g)); }
+            if (V_ROW_MIN && !in_residual(b + j)) {
+                let sm = vword(v_row(b + j, g) + V_VW);
+                vs[j] = h2f(sm & 0xffffu);
+                vm[j] = h2f_signed(sm >> 16u);
+            }
         }
         workgroupBarrier();
         let nb = min(HD, hi - b);
         var i = 0u;
         for (; i + 8u <= nb; i = i + 8u) {
-            let v0 = pos_v(b + i + 0u, g, j, vs[i + 0u]);
-            let v1 = pos_v(b + i + 1u, g, j, vs[i + 1u]);
-            let v2 = pos_v(b + i + 2u, g, j, vs[i + 2u]);
-            let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u]);
-            let v4 = pos_v(b + i + 4u, g, j, vs[i + 4u]);
-            let v5 = pos_v(b + i + 5u, g, j, vs[i + 5u]);
-            let v6 = pos_v(b + i + 6u, g, j, vs[i + 6u]);
-            let v7 = pos_v(b + i + 7u, g, j, vs[i + 7u]);
+            let v0 = pos_v(b + i + 0u, g, j, vs[i + 0u], vm[i + 0u]);
+            let v1 = pos_v(b + i + 1u, g, j, vs[i + 1u], vm[i + 1u]);
+            let v2 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);
+            let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);
+            let v4 = pos_v(b + i + 4u, g, j, vs[i + 4u], vm[i + 4u]);
+            let v5 = pos_v(b + i + 5u, g, j, vs[i + 5u], vm[i + 5u]);
+            let v6 = pos_v(b + i + 6u, g, j, vs[i + 6u], vm[i + 6u]);
+            let v7 = pos_v(b + i + 7u, g, j, vs[i + 7u], vm[i + 7u]);
             fold_one(sc[i + 0u], v0, m, l, acc);
             fold_one(sc[i + 1u], v1, m, l, acc);
             fold_one(sc[i + 2u], v2, m, l, acc);
@@ -120,7 +160,7 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
             fold_one(sc[i + 6u], v6, m, l, acc);
             fold_one(sc[i + 7u], v7, m, l, acc);
         }
-        for (; i < nb; i = i + 1u) { fold_one(sc[i], pos_v(b + i, g, j, vs[i]), m, l, acc); }
+        for (; i < nb; i = i + 1u) { fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i]), m, l, acc); }
         workgroupBarrier();  // the scores are read by all before the next round overwrites them
     }
 }

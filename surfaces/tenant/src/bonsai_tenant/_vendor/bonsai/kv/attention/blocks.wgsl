@@ -39,6 +39,9 @@ const RESIDUAL: bool = {{RESIDUAL}};
 var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
 var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
+var<workgroup> vm: array<f32, {{HEAD_DIM}}>;
+var<workgroup> ks: array<f32, {{HEAD_DIM}}>;
+var<workgroup> km: array<f32, {{HEAD_DIM}}>;
 
 //#include "../format/words_buffer.wgsl"
 

@@ -1,0 +1,69 @@
+"""Where the host time of the GPU-resident greedy loop goes: cProfile over the loop `decode_bench.py` times.
+
+Prefills a context, then decodes in blocks of `--resident-steps` (as `Engine.generate` does greedily),
+once unprofiled (tok/s) and once under cProfile; prints the top entries by own time and writes JSON.
+
+    python bench/resident_profile.py [--model PATH] [--kv q4res] [--context 1024] [--tokens 256] [--top 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import time
+from pathlib import Path
+
+from bonsai.engine.native import load_engine
+
+PROMPT = "The history of the printing press begins in the fifteenth century. "
+
+
+def decode(engine, tok: int, tokens: int, resident: int) -> int:
+    done = 0
+    while done < tokens:
+        k = min(resident, tokens - done)
+        tok = engine._steps_on_gpu(tok, k, lambda j: None)[-1]
+        done += k
+    return tok
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default=None)
+    p.add_argument("--kv", default="f32")
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--tokens", type=int, default=256)
+    p.add_argument("--resident-steps", type=int, default=16)
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "resident_profile.json"))
+    a = p.parse_args()
+    engine = load_engine(a.model, kv=a.kv, progress=False, warm_up=True,
+                         max_positions=a.context + 2 * a.tokens + 64)
+    ids = (engine.tokenizer.encode(PROMPT) * (a.context // 8 + 1))[: a.context]
+    engine.prefill_argmax(ids)
+    tok = decode(engine, engine.model.read_token(), 32, a.resident_steps)  # warm
+    t0 = time.perf_counter()
+    tok = decode(engine, tok, a.tokens, a.resident_steps)
+    plain = (time.perf_counter() - t0) / a.tokens
+    prof = cProfile.Profile()
+    prof.enable()
+    decode(engine, tok, a.tokens, a.resident_steps)
+    prof.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(prof, stream=text)
+    stats.sort_stats("tottime").print_stats(a.top)
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}: {plain * 1e3:.3f} ms per token unprofiled "
+          f"({1 / plain:.1f} tok/s); profiled: {total / a.tokens * 1e3:.3f} ms of Python per token")
+    print(text.getvalue())
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"kv": a.kv, "context": a.context, "tokens": a.tokens, "ms_per_token": plain * 1e3,
+                               "python_ms_per_token_profiled": total / a.tokens * 1e3}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
