@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import write_results  # noqa: E402
+from tree_workers import in_worker, ratios  # noqa: E402
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
 
@@ -58,13 +57,6 @@ def run_case(kv: str, context: int, n_q: int, reps: int, variant: str) -> dict:
             "ms": 1000 * wall / reps, "cpu_ms": 1000 * cpu / reps, "device": gpu.description}
 
 
-def in_worker(runtime: Path, args: list[str]) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(runtime), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, __file__, "--worker", *args], env=env, check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kv", nargs="+", default=["f32", "q4res"])
@@ -88,14 +80,11 @@ def main() -> None:
         for n_q in args.queries:
             got = {}
             for name, tree in trees:
-                r = in_worker(tree, [kv, str(args.context), str(n_q), str(args.reps), args.variant])
+                r = in_worker(__file__, tree, [kv, str(args.context), str(n_q), str(args.reps), args.variant])
                 r["tree"] = name
                 got[name] = r
                 rows.append(r)
-                ratio = ""
-                if len(got) == 2:
-                    ratio = (f"{got['baseline']['ms'] / got['this']['ms']:.2f}x, "
-                             f"{got['baseline']['cpu_ms'] / got['this']['cpu_ms']:.2f}x")
+                ratio = ratios(got, "ms", "cpu_ms")
                 print(f"{name:<9} {kv:<6} {args.context:>7} {n_q:>7} {r['variant']:<7} {r['ms']:>9.1f} "
                       f"{r['cpu_ms']:>12.1f} {ratio:>26}", flush=True)
     write_results(args.out, {"bench": "attention", "machine": platform.node(), "runs": rows})

@@ -18,13 +18,13 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import write_results  # noqa: E402
+from tree_workers import in_worker, ratios  # noqa: E402
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
@@ -52,14 +52,6 @@ def run_case(kv: str, window: int) -> dict:
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"kv": kv, "window": window, "seconds": total, "cpu_seconds": cpu, "steps": per_step,
             "device": engine.gpu.description}
-
-
-def in_worker(runtime: Path, kv: str, window: int) -> dict:
-    """run_case in a child process with `runtime` first on its path."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(runtime), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, __file__, "--worker", kv, str(window)], env=env, check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def summary(r: dict) -> tuple[float, float, float, float, float]:
@@ -94,15 +86,12 @@ def main() -> None:
             for window in windows:
                 got = {}
                 for name, tree in trees:
-                    r = in_worker(tree, kv, window)
+                    r = in_worker(__file__, tree, [kv, str(window)])
                     r["tree"], r["runtime"] = name, str(tree)
                     got[name] = r
                     rows.append(r)
                     total, cpu, first, last, dec = summary(r)
-                    ratio = ""
-                    if len(got) == 2:
-                        ratio = (f"{got['baseline']['seconds'] / got['this']['seconds']:.2f}x, "
-                                 f"{got['baseline']['cpu_seconds'] / got['this']['cpu_seconds']:.2f}x")
+                    ratio = ratios(got, "seconds", "cpu_seconds")
                     print(f"{name:<9} {kv:<6} {window:>6} {total:>9.1f} {cpu:>7.1f} {first:>14.2f} {last:>15.2f} "
                           f"{dec:>9.2f} {ratio:>26}", flush=True)
     write_results(args.out, {"bench": "long_forced", "machine": platform.node(), "tokens": TOKENS,
