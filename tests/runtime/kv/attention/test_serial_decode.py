@@ -1,10 +1,12 @@
 """The serial (CPU) kernel's decoding of quantised K/V: each word fetched once, the codec's values exactly.
 
-serial.wgsl decodes a row four values at a time, a scale word once per row (or block) and c4 K's
-per-channel scales once per group, or where a dispatch starts inside a group. Attention over
+serial.wgsl decodes a row one code word per loop trip (8 values of 4 bits, 4 of 8), a scale word once
+per row (or block) and c4 K's per-channel scales once per group, or where a dispatch starts inside a
+group. Attention over
 quantised rows must then give the bits of attention over f32 rows holding the codec's decoded values
-(the f32 path reads them as they are), for every windowing; the mutants reuse a group's scales
-past the group, or skip decoding them where a dispatch starts mid-group, and must be caught.
+(the f32 path reads them as they are), for every windowing; the mutants (reuse a group's scales past the
+group, skip decoding them where a dispatch starts mid-group, drop a row's scale word, decode a word's
+second half as its first) must be caught.
 """
 
 from __future__ import annotations
@@ -87,10 +89,21 @@ def test_c4_scale_bugs_are_caught(gpu, monkeypatch, bug, mode):
     assert not result.ok, f"{bug} went unnoticed: {result.describe()}"
 
 
-def test_a_row_scale_decoded_once_per_dispatch_is_caught(gpu, monkeypatch):
-    """The V (scale, min) word decoded only at a dispatch's first position instead of at every one (q4a)."""
-    patch_shader(monkeypatch, gpu, "serial.wgsl", "            if (V_ASYM) {  // one (scale, min) word per row",
-                 "            if (V_ASYM && pos == w.start) {")
-    case = Case(9, 3, 64, "k8v4a", 40, 4)
-    q, quantised, f32_rows = _decoded_as_f32(case, "k8v4a")
-    assert not np.array_equal(_attend(gpu, case, "k8v4a", q, *quantised, 40), _attend(gpu, case, "f32", q, *f32_rows, 40))
+ROW_BUGS = {
+    "the V (scale, min) word decoded only at a dispatch's first position (q4a)": (
+        "k8v4a", "            if (V_ASYM) {  // one (scale, min) word per row", "            if (V_ASYM && pos == w.start) {"),
+    "a 4-bit K word's second four values decoded from its first four": (
+        "q4", "let c = codes4(cw, j + 4u, K_BITS", "let c = codes4(cw, j, K_BITS"),
+    "a 4-bit V word's second four values decoded from its first four": (
+        "q4b", "v_vec(codes4(cw, j + 4u, V_BITS", "v_vec(codes4(cw, j, V_BITS"),
+}
+
+
+@pytest.mark.parametrize("bug", ROW_BUGS)
+def test_row_decoding_bugs_are_caught(gpu, monkeypatch, bug):
+    mode, old, new = ROW_BUGS[bug]
+    patch_shader(monkeypatch, gpu, "serial.wgsl", old, new)
+    case = Case(9, 3, 64, mode, 40, 4)
+    q, quantised, f32_rows = _decoded_as_f32(case, mode)
+    got, want = _attend(gpu, case, mode, q, *quantised, 40), _attend(gpu, case, "f32", q, *f32_rows, 40)
+    assert not np.array_equal(got, want), f"{bug} went unnoticed"
