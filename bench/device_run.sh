@@ -11,6 +11,7 @@
 #   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
 #   bench/device_run.sh ab KV N     # decode at 1K, before/after alternating N rounds
 #   bench/device_run.sh kvab N      # decode at 1K, f32 and q4res alternating N rounds
+#   bench/device_run.sh submit N    # decode at 1K by layers per submit (0, 5, 10, 15), N rounds
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -93,6 +94,17 @@ kvab)
     for kv in f32 q4res; do
       PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --kv $kv --label "$kv r$r" \
           --out "$OUT/kvab_${kv}_$r.json" 2>&1 | grep "bonsai GPU"
+    done
+  done
+  ;;
+submit)
+  # bench/device_run.sh submit ROUNDS (carry .whl .gl): decode at 1K with layers per submit 0 (one submit), 5, 10, 15
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1"
+  for r in $(seq 1 "$2"); do
+    for every in 0 5 10 15; do
+      PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --submit-every $every --label "every $every r$r" \
+          --out "$OUT/submit_${every}_$r.json" 2>&1 | grep "bonsai GPU"
     done
   done
   ;;

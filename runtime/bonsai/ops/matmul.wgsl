@@ -22,6 +22,11 @@ const OUT: u32 = {{OUT}}u;
 // invocations, the same strided partial sums and the same tree), so the normed values are the bits the
 // norm kernel wrote, and (x * scale) * nw is its expression. eps is p[10] (f32 bits).
 const NORM: bool = {{NORM}};
+// ROPE (OUT 2 only): GGML-normal RoPE of the Q and K rows in the epilogue, as rope.wgsl computes it
+// (pairs 2i, 2i + 1 of each ROPE_HD-wide head; cos/sin from `rp`, rope.wgsl's parameter block), so the
+// step needs no RoPE dispatch. A pair's two rows are in one workgroup (ROWS is even).
+const ROPE: bool = {{ROPE}};
+const ROPE_HD: u32 = {{ROPE_HD}}u;
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
 //               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
@@ -32,6 +37,7 @@ const NORM: bool = {{NORM}};
 @group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
 @group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
 @group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;  // NORM: the norm's weights (k)
+@group(0) @binding(7) var<storage, read> rp: array<u32>;        // ROPE: header, then each token's (cos, sin)
 
 var<workgroup> part: array<f32, WG * TT>;
 
@@ -184,6 +190,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     let g = part[li * TT + t];
                     let u = part[(li + LANES) * TT + t];
                     y[(t0 + t) * ys + yo + r / 2u] = g / (1.0 + exp(-g)) * u;
+                }
+            }
+        }
+        return;
+    }
+    if (OUT == 2u && ROPE) {
+        workgroupBarrier();  // the pair's second row is summed by the next LANES invocations
+        if (lane == 0u && (li / LANES) % 2u == 0u && r + 1u < n) {
+            let n1 = p[8]; let n2 = p[9];
+            for (var t = 0u; t < TT; t++) {
+                if (t0 + t < nt) {
+                    let a = part[li * TT + t];
+                    let b = part[(li + LANES) * TT + t];
+                    if (r < n1 + n2) {  // a Q or K row pair: rotated as rope.wgsl does
+                        let pair = (select(r - n1, r, r < n1) % ROPE_HD) / 2u;
+                        let row = 12u + 2u * ((t0 + t) * (ROPE_HD / 2u) + pair);
+                        let c = bitcast<f32>(rp[row]); let s = bitcast<f32>(rp[row + 1u]);
+                        store_split(r, t0 + t, a * c - b * s);
+                        store_split(r + 1u, t0 + t, a * s + b * c);
+                    } else {
+                        store_split(r, t0 + t, a);
+                        store_split(r + 1u, t0 + t, b);
+                    }
                 }
             }
         }

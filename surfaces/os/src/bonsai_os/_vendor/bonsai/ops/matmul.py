@@ -113,31 +113,37 @@ def _block(m: QMatrix) -> int:
 
 
 OUT_PLAIN, OUT_SWIGLU, OUT_SPLIT = 0, 1, 2
-_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any]] = weakref.WeakKeyDictionary()
+_SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any, Any]] = weakref.WeakKeyDictionary()
 _TEXTURES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _spare(gpu: Any) -> tuple[Any, Any, Any]:
-    """Tiny buffers bound as y2/y3 and the norm weights when they are not used (auto layouts keep the
-    bindings)."""
+def _spare(gpu: Any) -> tuple[Any, Any, Any, Any]:
+    """Tiny buffers bound as y2/y3, the norm weights and the RoPE block when they are not used (auto layouts
+    keep the bindings)."""
     if gpu not in _SPARES:
-        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16), gpu.buffer(16))
+        _SPARES[gpu] = (gpu.buffer(16), gpu.buffer(16), gpu.buffer(16), gpu.buffer(16))
     return _SPARES[gpu]
 
 
 def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN,
-           norm: bool = False) -> Any:
+           norm: bool = False, rope_hd: int = 0) -> Any:
     if m.tex is not None:
         return gpu.kernel(__package__, "matmul_cpu.wgsl", entry=entry, QTYPE=m.qtype.ggml_id,
                           VT=PLANAR_TEXELS[m.qtype.name], BLK=_block(m), R=CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
     return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm)
+                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
 
 
 def fuses_norm(m: QMatrix) -> bool:
     """Whether `dispatch(norm=...)` can fold an RMSNorm of x into this matrix's product (the buffer kernel:
     its workgroup sums x^2 as rmsnorm.wgsl's does, so the result is the same bits)."""
     return m.tex is None and WG == rmsnorm.WG
+
+
+def fuses_rope(m: QMatrix, t: int, head_dim: int) -> bool:
+    """Whether `dispatch(rope=..., out=OUT_SPLIT)` can rotate this QKV product's Q and K rows in its epilogue
+    (GGML-normal pairs over head_dim): the buffer kernel, where it takes this batch (not the tiled one)."""
+    return m.tex is None and WG // m.lanes % 2 == 0 and head_dim % 2 == 0 and not tiled.applies(m, t, False)
 
 
 def _texture_of(gpu: Any, x: Any, nbytes: int) -> Any:
@@ -158,7 +164,7 @@ def tokens_per_group(t: int, cpu: bool = False) -> int:
 
 def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: bool = False,
              out: int = OUT_PLAIN, y2: Any = None, y3: Any = None, x_words: int | None = None,
-             norm: Any = None) -> None:
+             norm: Any = None, rope: tuple[Any, int] | None = None) -> None:
     """Record y[t, off + r] (+)= sum_c W[r, c] x[t, c] for t tokens; `prm` holds `m.params(...)`.
 
     out=OUT_SWIGLU: W's rows are interleaved (gate_i, up_i) and y[t, off + i] = silu(gate_i) * up_i.
@@ -166,12 +172,16 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     x_words: how much of x the t tokens read (x_offset + t * x_stride; default all of x), which the
     CPU kernel copies into its texture first.
     norm: the weights of an RMSNorm applied to x first (only where `fuses_norm(m)`; eps in `prm`).
+    rope: (rope.wgsl's parameter block for these tokens, head_dim): GGML-normal RoPE of the Q and K rows
+    in the epilogue (out=OUT_SPLIT, only where `fuses_rope(m, t, head_dim)`).
     """
     spare = _spare(gpu)
     if out != OUT_SPLIT:
         y2, y3 = spare[:2]
     if norm is not None and not fuses_norm(m):
         raise ValueError(f"matmul {m.name or '?'}: this kernel cannot fuse an RMSNorm (texture matrix)")
+    if rope is not None and (out != OUT_SPLIT or not fuses_rope(m, t, rope[1])):
+        raise ValueError(f"matmul {m.name or '?'}: this dispatch cannot fuse RoPE (QKV split on the buffer kernel only)")
     if m.tex is not None:
         tt = tokens_per_group(t, cpu=True)
         x_tex = _texture_of(gpu, x, 4 * (x_words if x_words is not None else int(x.size) // 4))
@@ -186,8 +196,9 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     tt = tokens_per_group(t)
     rows_per_group = WG // m.lanes
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
-    gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None),
-                 [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm], groups)
+    buffers = [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm, rope[0] if rope else spare[3]]
+    gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None, rope_hd=rope[1] if rope else 0),
+                 buffers, groups)
 
 
 def dispatch_embed(gpu: Any, m: QMatrix, ids: Any, y: Any, prm: Any, t: int) -> None:

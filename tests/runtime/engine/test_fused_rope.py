@@ -1,0 +1,51 @@
+"""RoPE in the QKV matmul's epilogue (decode and prefill on the GPU kernels) gives the engine's bits and
+tokens of the separate RoPE dispatch, one dispatch fewer per layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bonsai.engine.native import load_engine
+from bonsai.ops import matmul as mm
+from tests.helpers.shader_patch import patch_shader
+from tests.helpers.synthetic import write_tiny_gguf
+
+TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)
+
+
+@pytest.fixture
+def engine(gpu, tmp_path, monkeypatch):
+    """Matrices in buffers (the GPU kernel, which fuses), even on a CPU adapter."""
+    monkeypatch.setattr(mm, "_planar", lambda gpu, m: m)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    return load_engine(path, gpu=gpu, kv="f32", window=8, max_positions=48, progress=False)
+
+
+def _run(engine, fuse: bool) -> tuple[np.ndarray, list[int], int]:
+    """(bits of a 5-token prefill's logits and 8 decode steps', the greedy tokens, dispatches)."""
+    engine.reset()
+    engine.model.fuse_rope = fuse
+    before = engine.gpu.dispatch_count
+    rows = [np.asarray(engine.forward([3, 1, 4, 1, 5])).view(np.uint32).copy()]
+    tokens = [int(rows[0].view(np.float32)[-1].argmax())]
+    for _ in range(8):
+        row = np.asarray(engine.forward([tokens[-1]]))
+        rows.append(row.view(np.uint32).copy())
+        tokens.append(int(row[-1].argmax()))
+    return np.concatenate(rows), tokens, engine.gpu.dispatch_count - before
+
+
+def test_the_fused_rope_gives_the_bits_of_the_rope_dispatch(engine):
+    plain, plain_tokens, plain_dispatches = _run(engine, False)
+    fused, fused_tokens, fused_dispatches = _run(engine, True)
+    assert np.array_equal(fused, plain) and fused_tokens == plain_tokens
+    assert fused_dispatches == plain_dispatches - 9 * engine.cfg.n_layers  # 9 steps, one RoPE dispatch a layer
+
+
+def test_a_fused_rope_at_the_wrong_position_is_caught(engine, monkeypatch):
+    """Mutation: the epilogue takes the next token's angles (a position off by one after the first)."""
+    plain = _run(engine, False)[0]
+    patch_shader(monkeypatch, engine.gpu, "matmul.wgsl", "let row = 12u + 2u * ((t0 + t) * (ROPE_HD / 2u) + pair);",
+                 "let row = 12u + 2u * ((t0 + t + 1u) * (ROPE_HD / 2u) + pair);")
+    assert not np.array_equal(_run(engine, True)[0], plain)
