@@ -115,6 +115,8 @@ class Attention:
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False) -> Any:
         mu = self.mutations
+        if self.variant == "serial" and not {kf.bits, vf.bits} <= {4, 8, 32}:  # serial.wgsl: K_STEP, V_STEP
+            raise KVError(f"serial attention decodes 4-, 8- or 32-bit rows, not {kf.name}/{vf.name}")
         consts = decode_constants(kf, vf, self.head_dim)
         if self.variant == "blocks":
             consts["BLOCK"] = self.block
