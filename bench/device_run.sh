@@ -9,7 +9,7 @@
 #   bench/device_run.sh part partNN # three calls, one part of the model each (split -n 3), then at once:
 #   bench/device_run.sh compare [KV] # decode before/after at 1K and 8K, kernel probes (KV mode, default f32), llama.cpp d1024/8192
 #   bench/device_run.sh final       # decode and the prefill kernels before/after, llama.cpp, Hugging Face
-#   bench/device_run.sh ab KV N     # decode at 1K, before/after alternating N rounds
+#   bench/device_run.sh ab KV N [C] # decode at context C (1K), before/after alternating N rounds
 #   bench/device_run.sh kvab N      # decode at 1K, f32 and q4res alternating N rounds
 #   bench/device_run.sh submit N    # decode at 1K by layers per submit (0, 5, 10, 15), N rounds
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
@@ -76,9 +76,10 @@ final)
   b before_again --label "before again"
   ;;
 ab)
-  # bench/device_run.sh ab KV ROUNDS (carry .whl .gl .before): decode at 1K, before and after alternating
+  # bench/device_run.sh ab KV ROUNDS [CONTEXT] (carry .whl .gl .before): decode at CONTEXT (1024), before and
+  # after alternating
   M=$(model_and_peer)
-  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 --kv $2"
+  K1="--model $M --no-reference --prompt-tokens ${4:-1024} --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 --kv $2"
   for r in $(seq 1 "$3"); do
     PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 100 python3 bench/decode_bench.py $K1 --label "before $2 r$r" \
         --out "$OUT/ab_before_$r.json" 2>&1 | grep "bonsai GPU"

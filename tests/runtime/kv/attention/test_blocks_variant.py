@@ -104,12 +104,21 @@ def test_every_injected_bug_is_caught_in_the_blocks_variant(gpu, name):
     assert any(not r.ok for r in results)
 
 
-def test_a_racy_merge_is_caught(gpu, monkeypatch):
-    """Mutation: without the barrier between reading and rewriting MAIN, lavapipe's 8-wide SIMD lets
-    later invocations read the already-merged (m, l): the windowed runs no longer match."""
-    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "    workgroupBarrier();  // every invocation has read m and l",
-                 "    //")
-    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
+# Rounds of staged block folds (merge_blocks.wgsl): with 8-position blocks a 100-position window holds 13
+# blocks (invocations past lavapipe's first 8-wide batch stage some), and 300 positions take two rounds.
+@pytest.mark.parametrize(("old", "new", "kv_len", "windows"), [
+    ("        workgroupBarrier();\n        for (var i = 0u; i < cnt;", "        for (var i = 0u; i < cnt;", 100, [100, 67]),
+    ("        workgroupBarrier();  // every invocation has merged this round", "        //", 300, [300, 131]),
+], ids=["merge before the round's folds are staged", "next round staged while this one merges"])
+def test_a_racy_merge_is_caught(gpu, monkeypatch, old, new, kv_len, windows):
+    """Mutation: without a barrier around the staged round of block folds, lavapipe's 8-wide SIMD lets
+    some invocations merge values other invocations have not written yet (or have overwritten): the
+    windowed runs no longer match. (The rounds' barriers also order every invocation's reading of
+    MAIN's (m, l) before invocation 0 rewrites it.)"""
+    cases = matrix(kv_len, modes=("f32",), head_dims=(64,), prefill=1)
+    assert all(r.ok for r in run_matrix(gpu, cases, windows, variant="blocks"))
+    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", old, new)
+    results = run_matrix(gpu, cases, windows, variant="blocks")
     assert any(not r.ok for r in results)
 
 

@@ -25,6 +25,12 @@
 
 //#include "block_state.wgsl"
 
+// Blocks merged per round (8 KB of their acc in workgroup memory, within WebGPU's default 16 KB).
+const ROUND: u32 = min(HD, 2048u / HD);
+var<workgroup> bm_s: array<f32, ROUND>;       // a round's block maxima
+var<workgroup> bl_s: array<f32, ROUND>;       // ... their sums
+var<workgroup> ba_s: array<f32, ROUND * HD>;  // ... and their acc, block-major
+
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let idx = wid.y * 65535u + wid.x;
@@ -50,30 +56,63 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let end = min(w.end, causal_end(idx / p.n_heads));
     let b0 = w.start / BLOCK;
     let nblocks = window_blocks();
-    for (var k = 0u; k < nblocks; k = k + 1u) {
-        let bb = b0 + k;
-        let lo = max(w.start, bb * BLOCK);
-        let hi = min(end, (bb + 1u) * BLOCK);
-        if (lo >= hi) { break; }  // this token sees nothing of the window from here on
-        let ob = (idx * nblocks + k) * FOLD;
-        let bm = part[ob + M_AT];
-        let bl = part[ob + L_AT];
-        let ba = part[ob + ACC_AT + j];
-        if (hi == (bb + 1u) * BLOCK) {
-            let m_new = max(mm, bm);
-            let a = exp(mm - m_new);
-            let c = exp(bm - m_new);
-            ll = ll * a + bl * c;
-            aa = aa * a + ba * c;
-            mm = m_new;
-            pm = NEG_BIG;
-            pl = 0.0;
-            pa = 0.0;
-        } else {
-            pm = bm;
-            pl = bl;
-            pa = ba;
+    // ROUND blocks per round: their folds are first loaded into workgroup memory, eight loads written out
+    // at a time (a loop of loads waits one memory round trip per iteration on the H200, bench/NOTES.md
+    // session 7), then merged one block at a time in block order: the same operations as one block
+    // loaded per iteration.
+    for (var r0 = 0u; r0 < nblocks; r0 = r0 + ROUND) {
+        let cnt = min(ROUND, nblocks - r0);
+        if (j < cnt) {
+            let ob = (idx * nblocks + r0 + j) * FOLD;
+            bm_s[j] = part[ob + M_AT];
+            bl_s[j] = part[ob + L_AT];
         }
+        var k = 0u;
+        for (; k + 8u <= cnt; k = k + 8u) {
+            let a0 = part[(idx * nblocks + r0 + k) * FOLD + ACC_AT + j];
+            let a1 = part[(idx * nblocks + r0 + k + 1u) * FOLD + ACC_AT + j];
+            let a2 = part[(idx * nblocks + r0 + k + 2u) * FOLD + ACC_AT + j];
+            let a3 = part[(idx * nblocks + r0 + k + 3u) * FOLD + ACC_AT + j];
+            let a4 = part[(idx * nblocks + r0 + k + 4u) * FOLD + ACC_AT + j];
+            let a5 = part[(idx * nblocks + r0 + k + 5u) * FOLD + ACC_AT + j];
+            let a6 = part[(idx * nblocks + r0 + k + 6u) * FOLD + ACC_AT + j];
+            let a7 = part[(idx * nblocks + r0 + k + 7u) * FOLD + ACC_AT + j];
+            ba_s[k * HD + j] = a0;
+            ba_s[(k + 1u) * HD + j] = a1;
+            ba_s[(k + 2u) * HD + j] = a2;
+            ba_s[(k + 3u) * HD + j] = a3;
+            ba_s[(k + 4u) * HD + j] = a4;
+            ba_s[(k + 5u) * HD + j] = a5;
+            ba_s[(k + 6u) * HD + j] = a6;
+            ba_s[(k + 7u) * HD + j] = a7;
+        }
+        for (; k < cnt; k = k + 1u) { ba_s[k * HD + j] = part[(idx * nblocks + r0 + k) * FOLD + ACC_AT + j]; }
+        workgroupBarrier();
+        for (var i = 0u; i < cnt; i = i + 1u) {
+            let bb = b0 + r0 + i;
+            let lo = max(w.start, bb * BLOCK);
+            let hi = min(end, (bb + 1u) * BLOCK);
+            if (lo >= hi) { break; }  // this token sees nothing of the window from here on
+            let bm = bm_s[i];
+            let bl = bl_s[i];
+            let ba = ba_s[i * HD + j];
+            if (hi == (bb + 1u) * BLOCK) {
+                let m_new = max(mm, bm);
+                let a = exp(mm - m_new);
+                let c = exp(bm - m_new);
+                ll = ll * a + bl * c;
+                aa = aa * a + ba * c;
+                mm = m_new;
+                pm = NEG_BIG;
+                pl = 0.0;
+                pa = 0.0;
+            } else {
+                pm = bm;
+                pl = bl;
+                pa = ba;
+            }
+        }
+        workgroupBarrier();  // every invocation has merged this round before the next overwrites it
     }
     if (MUT_NORMALISE) {  // bug (3): normalise the carried folds at the window boundary and carry on
         if (ll > 0.0) {
