@@ -171,3 +171,16 @@ def test_cpu_tiles_give_the_same_bits(gpu, monkeypatch, name):
     monkeypatch.setattr(mm, "CPU_ROWS", 4)
     generic = host.matmul_run(gpu, m, x)
     assert np.array_equal(tiles.view(np.uint32), generic.view(np.uint32))
+
+
+def test_decode_covers_every_row_of_a_matrix_of_many_workgroups(gpu, monkeypatch):
+    """main1's 16-invocation workgroups (CPU_DECODE_WG) over 600 rows (75 invocations, 5 groups): every row
+    equals the batch kernel's; a dispatch sized for 32-wide groups leaves rows unwritten and is caught."""
+    rows, cols = 600, 64
+    raw = quantized("Q4_1", rows, cols, seed=31)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], rows, cols, texture=True)
+    x = np.random.default_rng(10).standard_normal((2, cols)).astype(np.float32)
+    batch = host.matmul_run(gpu, m, x)
+    assert np.array_equal(host.matmul_run(gpu, m, x[:1]).view(np.uint32), batch[:1].view(np.uint32))
+    monkeypatch.setattr(mm, "CPU_DECODE_WG", 32)
+    assert not np.array_equal(host.matmul_run(gpu, m, x[:1]).view(np.uint32), batch[:1].view(np.uint32))

@@ -39,6 +39,9 @@ CPU_ROWS, CPU_TOKENS = 8, 4
 # 8-row tiles of 1 and 4 tokens run matmul_cpu.wgsl's main1 / main4 (no private arrays; SwiftShader runs
 # them 2-3x faster than the generic `main`); False: always `main` (benchmarks compare the two)
 CPU_NAMED_TILES = True
+# main1's @workgroup_size: decode matmuls have few rows (576 / 8 = 72 invocations), and 64-wide groups left
+# one CPU thread most of the work (lavapipe and SwiftShader decode 1.2-1.3x faster with 16; NOTES session 9)
+CPU_DECODE_WG = 16
 PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
 
 
@@ -185,9 +188,9 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     if m.tex is not None:
         tt = tokens_per_group(t, cpu=True)
         x_tex = _texture_of(gpu, x, 4 * (x_words if x_words is not None else int(x.size) // 4))
-        groups = (workgroups(-(-m.rows // CPU_ROWS)), -(-t // tt))
         # main1 / main4: the 8-row tiles of one / four tokens with no private arrays (SwiftShader: 2-3x faster)
         entry = {1: "main1", 4: "main4"}.get(tt, "main") if CPU_ROWS == 8 and CPU_NAMED_TILES else "main"
+        groups = (workgroups(-(-m.rows // CPU_ROWS), CPU_DECODE_WG if entry == "main1" else 64), -(-t // tt))
         gpu.dispatch(kernel(gpu, m, tt, accum, entry=entry, out=out), [m.tex, x_tex, y, prm, y2, y3], groups)
         return
     if tiled.applies(m, t, norm is not None):  # a batch: the tiled kernel (tiled.py)
