@@ -102,9 +102,8 @@ def _handover_bytes_read(engine, monkeypatch) -> tuple[int, int]:
     lay = engine.cache.layout
     hand = engine.cache._handover
     steps = 70 - 1  # the first token comes from the prefill
-    group_words = (lay.k_words + (lay.v_words if lay.mode.v_residual else 0)) if lay.mode.grouped else 0
     groups = (len(PROMPT) + steps) // lay.group if lay.mode.grouped else 0
-    rows = steps * lay.n_layers * (lay.stored_k_words + lay.stored_v_words) + groups * lay.group * lay.n_layers * group_words
+    rows = steps * lay.n_layers * (lay.stored_k_words + lay.stored_v_words) + groups * lay.group * lay.n_layers * lay.group_words
     bound = 4 * (len(read) * hand.rows_at + rows) + len(read) * 256
     return sum(read), bound
 

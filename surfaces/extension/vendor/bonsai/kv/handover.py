@@ -29,8 +29,7 @@ class Handover:
     """`steps` slots of one decode step's staged words each; `park` fills the next one (recorded)."""
 
     def __init__(self, gpu: Any, layout: Layout, staging: Staging, scatter: Scatter, steps: int) -> None:
-        m = layout.mode
-        group_words = (layout.k_words + (layout.v_words if m.v_residual else 0)) if m.grouped else 0
+        group_words = layout.group_words
         # one position in every layer, plus (grouped) a whole group quantised by the step's row
         self.rows_max = layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words)
         self.rows_max += layout.group * layout.n_layers * group_words

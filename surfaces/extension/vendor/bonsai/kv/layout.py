@@ -74,6 +74,17 @@ class Layout:
         return self.n_kv * self.mode.v_store.row_words(self.head_dim)
 
     @cached_property
+    def group_v_words(self) -> int:
+        """Words of one position's V rows in a quantised group copied out of its slot (modes with a V
+        residual; 0 where V is stored as it arrives)."""
+        return self.v_words if self.mode.v_residual else 0
+
+    @cached_property
+    def group_words(self) -> int:
+        """Words of one position of a quantised group copied out of its slot (grouped modes; 0 otherwise)."""
+        return self.k_words + self.group_v_words if self.mode.grouped else 0
+
+    @cached_property
     def f32_row_bytes(self) -> int:
         """Bytes of one position's f32 rows (all KV heads): a residual row."""
         return self.n_kv * self.head_dim * 4

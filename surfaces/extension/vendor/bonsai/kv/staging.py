@@ -45,10 +45,10 @@ class Staging:
 
     def __init__(self, gpu: Any, layout: Layout, requested_positions: int) -> None:
         self.gpu, self.layout = gpu, layout
-        mode, n_kv = layout.mode, layout.n_kv
+        n_kv = layout.n_kv
         # per appended position and layer: the rows as stored, and (grouped) at most one position of a
         # quantised group (K, and V when V has a residual)
-        group_words = (layout.k_words + (layout.v_words if mode.v_residual else 0)) if mode.grouped else 0
+        group_words = layout.group_words
         per_position = layout.n_layers * (layout.stored_k_words + layout.stored_v_words + group_words + 2 * n_kv) * 4
         limit = gpu.max_binding_bytes
         self.positions = max(1, min(requested_positions, (limit - ALSO_BYTES - layout.group * per_position)
@@ -73,8 +73,8 @@ class Staging:
     def book_group(self, layer: int, g0: int) -> Entry:
         """Book the quantised rows of the group starting at g0 (copied from its slot by the caller)."""
         lay = self.layout
-        v = lay.v_words if lay.mode.v_residual else 0
-        return self._book(Entry(layer, g0, lay.group, self.used_words, self.used_flags, lay.k_words, v, True), 0)
+        return self._book(Entry(layer, g0, lay.group, self.used_words, self.used_flags, lay.k_words,
+                                lay.group_v_words, True), 0)
 
     def _book(self, entry: Entry, flags: int) -> Entry:
         if not self.room_for(entry.words, flags):
