@@ -27,6 +27,14 @@ model_and_peer() {
   mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
   echo /root/m/model.gguf
 }
+# quick_decode PYTHONPATH NAME CONTEXT ARGS...: one decode_bench row (256 new tokens after CONTEXT, the
+# matvec prefill timed once) for the alternating modes below; prints the bench's row
+quick_decode() {
+  path=$1; name=$2; context=$3; shift 3
+  PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py --model "$M" --no-reference --prompt-tokens "$context" \
+      --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 "$@" \
+      --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
+}
 case "$1" in
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
@@ -79,33 +87,24 @@ ab)
   # bench/device_run.sh ab KV ROUNDS [CONTEXT] (carry .whl .gl .before): decode at CONTEXT (1024), before and
   # after alternating
   M=$(model_and_peer)
-  K1="--model $M --no-reference --prompt-tokens ${4:-1024} --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 --kv $2"
   for r in $(seq 1 "$3"); do
-    PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 100 python3 bench/decode_bench.py $K1 --label "before $2 r$r" \
-        --out "$OUT/ab_before_$r.json" 2>&1 | grep "bonsai GPU"
-    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --label "after $2 r$r" \
-        --out "$OUT/ab_after_$r.json" 2>&1 | grep "bonsai GPU"
+    quick_decode "$PWD/.site:$PWD/.before/runtime" "ab_before_$r" "${4:-1024}" --kv "$2" --label "before $2 r$r"
+    quick_decode "$AFTER" "ab_after_$r" "${4:-1024}" --kv "$2" --label "after $2 r$r"
   done
   ;;
 kvab)
   # bench/device_run.sh kvab ROUNDS (carry .whl .gl): decode at 1K, f32 and q4res KV alternating (this tree)
   M=$(model_and_peer)
-  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1"
   for r in $(seq 1 "$2"); do
-    for kv in f32 q4res; do
-      PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --kv $kv --label "$kv r$r" \
-          --out "$OUT/kvab_${kv}_$r.json" 2>&1 | grep "bonsai GPU"
-    done
+    for kv in f32 q4res; do quick_decode "$AFTER" "kvab_${kv}_$r" 1024 --kv $kv --label "$kv r$r"; done
   done
   ;;
 submit)
   # bench/device_run.sh submit ROUNDS (carry .whl .gl): decode at 1K with layers per submit 0 (one submit), 5, 10, 15
   M=$(model_and_peer)
-  K1="--model $M --no-reference --prompt-tokens 1024 --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1"
   for r in $(seq 1 "$2"); do
     for every in 0 5 10 15; do
-      PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --submit-every $every --label "every $every r$r" \
-          --out "$OUT/submit_${every}_$r.json" 2>&1 | grep "bonsai GPU"
+      quick_decode "$AFTER" "submit_${every}_$r" 1024 --submit-every $every --label "every $every r$r"
     done
   done
   ;;
