@@ -4,8 +4,10 @@ One run, same machine, same model, prompt and lengths: the extension is built fr
 closure, loaded unpacked into headless Chromium (on a machine without a GPU its WebGPU runs on
 SwiftShader), and its diagnostics page generates greedily with `bonsai.engine.Engine` on
 `BrowserGpu`; then the native engine (wgpu-py; lavapipe here) generates the same tokens. Both
-report the engine's own `decode_tokens_per_s` (tokens after the first over their time). The
-greedy tokens must be equal, or the row says so. Prints a table and writes
+report the engine's own `decode_tokens_per_s` (tokens after the first over their time), and the CPU
+seconds per decode token (bench/tree_cpu.py: Chromium's whole process tree, SwiftShader's threads in
+its GPU process; natively this process, lavapipe's threads), which the shared machine's load disturbs
+far less than wall time. The greedy tokens must be equal, or the row says so. Prints a table and writes
 bench/results/browser_bench.json. Needs Chromium and the fetched Pyodide (as the extension tests).
 
     python bench/browser_bench.py [--kv f32 q4res] [--new-tokens 8] [--prompt TEXT] [--generic-tiles]
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import os
 import platform
 import sys
 import tempfile
@@ -29,6 +32,7 @@ import zipfile
 from pathlib import Path
 
 from results_file import write_results
+from tree_cpu import CpuSampler
 
 from bonsai.engine import Sampling
 from bonsai.engine.native import load_engine
@@ -76,6 +80,7 @@ def browser_runs(modes: list[str], prompt: str, new_tokens: int, tmp: Path, gene
     if binary is None:
         raise SystemExit("no Chromium found: apt-get install chromium")
     chromium = Chromium(binary, extension, tmp / "profile")
+    sampler = CpuSampler(chromium.process.pid)
     out = {}
     try:
         for kv in modes:
@@ -87,7 +92,12 @@ def browser_runs(modes: list[str], prompt: str, new_tokens: int, tmp: Path, gene
             if not check.get("ok"):
                 raise SystemExit(f"the page failed for kv={kv}: {result}")
             out[kv] = {**check, "page_s": round(time.perf_counter() - started, 1)}
+        sampler.stop()
+        for check in out.values():
+            end = check["decode_ended_at"]
+            check["decode_cpu_s"] = sampler.cpu_between(end - check["decode_s"], end)
     finally:
+        sampler.stop()
         chromium.close()
         server.shutdown()
     return out
@@ -96,10 +106,14 @@ def browser_runs(modes: list[str], prompt: str, new_tokens: int, tmp: Path, gene
 def native_run(kv: str, prompt: str, new_tokens: int) -> dict:
     engine = load_engine(None, kv=kv, progress=False, max_positions=256)  # as the page's generate check
     ids = engine.tokenizer.encode(prompt)
+    sampler = CpuSampler(os.getpid())  # lavapipe's threads are this process's
     gen = engine.generate(ids, max_tokens=new_tokens, sampling=Sampling())
+    end = time.time()
+    sampler.stop()
     return {"tokens": gen.tokens, "prompt_tokens": len(ids), "prefill_s": round(gen.prefill_s, 3),
             "decode_tokens_per_s": round(gen.decode_tokens_per_s, 3), "adapter": engine.gpu.description,
-            "replayed_steps": engine.model.replays}
+            "replayed_steps": engine.model.replays, "decode_s": gen.decode_s,
+            "decode_cpu_s": sampler.cpu_between(end - gen.decode_s, end)}
 
 
 def main() -> None:
@@ -121,16 +135,21 @@ def main() -> None:
 
     rows = []
     print(f"prompt: {native[args.kv[0]]['prompt_tokens']} tokens, then {args.new_tokens} greedy")
-    print(f"{'kv':6} {'backend':42} {'prefill s':>9} {'decode tok/s':>12} {'native/browser':>14} {'same tokens':>11} {'replayed':>8}")
+    print(f"{'kv':6} {'backend':42} {'prefill s':>9} {'decode tok/s':>12} {'native/browser':>14} "
+          f"{'CPU s/token':>11} {'browser/native CPU':>18} {'same tokens':>11} {'replayed':>8}")
     for kv in args.kv:
         b, n = browser[kv], native[kv]
         ratio = n["decode_tokens_per_s"] / b["decode_tokens_per_s"] if b["decode_tokens_per_s"] else float("inf")
+        steps = max(1, len(n["tokens"]) - 1)
+        cpu_b, cpu_n = b["decode_cpu_s"] / steps, n["decode_cpu_s"] / steps
         same = b["tokens"] == n["tokens"]
         print(f"{kv:6} {'native: ' + n['adapter']:42.42} {n['prefill_s']:9.2f} {n['decode_tokens_per_s']:12.3f} "
-              f"{'':>14} {'':>11} {n['replayed_steps']:8d}")
+              f"{'':>14} {cpu_n:11.3f} {'':>18} {'':>11} {n['replayed_steps']:8d}")
         print(f"{kv:6} {'browser: ' + str(b['adapter']):42.42} {b['prefill_s']:9.2f} {b['decode_tokens_per_s']:12.3f} "
-              f"{ratio:14.2f} {str(same):>11} {b['replayed_steps']:8d}")
-        rows.append({"kv": kv, "native": n, "browser": b, "native_over_browser": round(ratio, 3), "same_tokens": same})
+              f"{ratio:14.2f} {cpu_b:11.3f} {cpu_b / cpu_n:18.2f} {str(same):>11} {b['replayed_steps']:8d}")
+        rows.append({"kv": kv, "native": n, "browser": b, "native_over_browser": round(ratio, 3), "same_tokens": same,
+                     "cpu_s_per_token": {"native": round(cpu_n, 4), "browser": round(cpu_b, 4)},
+                     "browser_over_native_cpu": round(cpu_b / cpu_n, 3)})
     write_results(args.out, {"bench": "browser", "prompt": args.prompt, "new_tokens": args.new_tokens,
                              "generic_tiles": args.generic_tiles,
                              "machine": platform.platform(), "rows": rows,

@@ -22,6 +22,7 @@ import tempfile
 import textwrap
 import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from results_file import write_results
@@ -35,26 +36,40 @@ from bench.browser_bench import PROMPT, _Quiet  # noqa: E402
 from tests.surfaces.extension.cdp import Chromium, find_chromium  # noqa: E402
 
 # Runs inside the page; `KV`, `STEPS`, `PROMPT` are set first. Leaves JSON in `__profile`.
+# The page opens the model from OPFS on `BrowserGpu`; --native runs the same code on wgpu-py's `Gpu`.
+BROWSER_SETUP = textwrap.dedent('''
+    from bonsai.gpu.browser import BrowserGpu
+    from bonsai_extension.model_check import open_model
+    gpu = BrowserGpu.create()
+    reader = open_model(MODEL_PATH)
+''')
+NATIVE_SETUP = textwrap.dedent('''
+    from bonsai.gguf import GGUFReader
+    from bonsai.gpu.device import Gpu
+    gpu = Gpu.create()
+    reader = GGUFReader(MODEL_PATH)
+''')
 IN_PAGE = textwrap.dedent('''
     import cProfile, io, json, pstats, time
     from bonsai.config import ModelConfig
     from bonsai.engine import Engine, Sampling
-    from bonsai.gpu.browser import BrowserGpu
-    from bonsai_extension.model_check import open_model
     from bonsai.gpu import recorder as gpu_recorder
 
-    gpu = BrowserGpu.create()
     counts = {"submits": 0, "reads": 0, "writes": 0, "waits": 0}
+    secs = dict.fromkeys(counts, 0.0)  # wall seconds inside each verb (reads and waits block on the GPU)
     def counting(name, fn):
         def wrapped(*a, **k):
             counts[name] += 1
-            return fn(*a, **k)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                secs[name] += time.perf_counter() - t0
         return wrapped
     gpu._submit = counting("submits", gpu._submit)
     gpu.read = counting("reads", gpu.read)
     gpu.write = counting("writes", gpu.write)
     gpu.wait = counting("waits", gpu.wait)
-    reader = open_model(MODEL_PATH)
     engine = Engine(reader, ModelConfig.from_gguf(reader), gpu, kv=KV, progress=False, max_positions=256)
     ids = engine.tokenizer.encode(PROMPT)
     out = {"adapter": gpu.description, "is_cpu": gpu.is_cpu, "prompt_tokens": len(ids), "kv": KV}
@@ -63,7 +78,13 @@ IN_PAGE = textwrap.dedent('''
     engine.rewind(len(ids) - 1)
     engine.generate(ids[-1:], max_tokens=3, sampling=Sampling())
     engine.rewind(len(ids) - 1)
-    for k in counts: counts[k] = 0
+    # unprofiled: the decode steps' wall time split into blocked on the GPU (reads, waits) and the rest (host)
+    for k in counts: counts[k], secs[k] = 0, 0.0
+    gen = engine.generate(ids[-1:], max_tokens=STEPS + 1, sampling=Sampling())
+    out["split"] = {"decode_s": gen.decode_s, "prefill_s": gen.prefill_s, "tokens": gen.tokens,
+                    "blocked_s": secs["reads"] + secs["waits"], **{k + "_s": v for k, v in secs.items()}}
+    engine.rewind(len(ids) - 1)
+    for k in counts: counts[k], secs[k] = 0, 0.0
     d0, r0 = gpu.dispatch_count, engine.model.replays
     prof = cProfile.Profile()
     t = time.perf_counter()
@@ -91,7 +112,7 @@ IN_PAGE = textwrap.dedent('''
             gpu.replay(entries)
         gpu.flush(); gpu.wait()
         return (time.perf_counter() - t) / rep
-    out["step_gpu_s"] = [timed(tape, 1) for _ in range(3)]
+    out["step_gpu_s"] = [timed(tape, 1) for _ in range(3)] if tape else []  # q4res tapes no step
     per = {}
     for e in tape or []:
         if e is None:
@@ -119,14 +140,8 @@ IN_PAGE = textwrap.dedent('''
 ''')
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kv", default="f32")
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--prompt", default=PROMPT)
-    parser.add_argument("--in-page", help="run this Python file in the page instead (it sets __profile to JSON)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "browser_profile.json"))
-    args = parser.parse_args()
+def in_browser(code_for: Callable[[str], str]) -> dict:
+    """Run `code_for(model path in the page)` in the diagnostics page's Pyodide; its `__profile`, parsed."""
     model = Path(default_model_path())
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -148,9 +163,7 @@ def main() -> None:
             url = f"http://127.0.0.1:{server.server_address[1]}/{model.name}"
             with chromium.tab(f"page.html?checks=&model={url}") as page:
                 page.wait_for_result(600)
-                code = (f"KV = {args.kv!r}\nSTEPS = {args.steps}\nPROMPT = {args.prompt!r}\n"
-                        f"MODEL_PATH = '/models/{model.name}'\n" + (Path(args.in_page).read_text() if args.in_page else IN_PAGE))
-                page.evaluate("window.__pyodide.globals.set('__code', " + json.dumps(code) + ")")
+                page.evaluate("window.__pyodide.globals.set('__code', " + json.dumps(code_for(f"/models/{model.name}")) + ")")
                 reply = page.call("Runtime.evaluate", {
                     "expression": "window.__pyodide.runPythonAsync(window.__pyodide.globals.get('__code'))"
                                   ".then(() => window.__pyodide.globals.get('__profile'))",
@@ -159,12 +172,38 @@ def main() -> None:
                     details = reply["exceptionDetails"]
                     raise SystemExit("the page's Python failed: " + str(details.get("exception", {}).get("description")
                                                                         or details.get("text"))[-3000:])
-                result = json.loads(reply["result"]["value"])
+                return json.loads(reply["result"]["value"])
         finally:
             chromium.close()
             server.shutdown()
+
+
+def in_process(code: str) -> dict:
+    """Run `code` here (native wgpu-py); its `__profile`, parsed."""
+    scope: dict = {}
+    exec(compile(code, "<native profile>", "exec"), scope)
+    return json.loads(scope["__profile"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kv", default="f32")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--native", action="store_true", help="run the same measurements natively (wgpu-py, lavapipe here)")
+    parser.add_argument("--in-page", help="run this Python file instead of the measurements, after `gpu` and `reader` are made (it sets __profile to JSON)")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "browser_profile.json"))
+    args = parser.parse_args()
+
+    def code_for(model_path: str) -> str:
+        prelude = f"KV = {args.kv!r}\nSTEPS = {args.steps}\nPROMPT = {args.prompt!r}\nMODEL_PATH = {model_path!r}\n"
+        setup = NATIVE_SETUP if args.native else BROWSER_SETUP
+        return prelude + setup + (Path(args.in_page).read_text() if args.in_page else IN_PAGE)
+
+    result = in_process(code_for(str(default_model_path()))) if args.native else in_browser(code_for)
     if args.in_page:
         print(json.dumps(result, indent=1))
+        write_results(args.out, result)
         return
     g = result["generate"]
     steps = max(1, len(g["tokens"]) - 1)
@@ -172,10 +211,15 @@ def main() -> None:
     print(f"prefill {result['prefill_s']:.2f} s; decode {g['decode_tokens_per_s']:.3f} tok/s over {steps} steps")
     print("per decode token: " + ", ".join(f"{k} {g[k] / steps:.1f}" for k in
                                            ("dispatches", "submits", "reads", "writes", "waits", "replays")))
+    sp = result["split"]
+    total = sp["prefill_s"] + sp["decode_s"]  # generate's first step (a one-token prefill) and the decode steps
+    print(f"unprofiled, {steps + 1} steps: {total:.3f} s, blocked on the GPU (reads, waits) {sp['blocked_s']:.3f} s, "
+          f"host {total - sp['blocked_s']:.3f} s ({(total - sp['blocked_s']) / (steps + 1):.3f} s a step; "
+          f"submits {sp['submits_s']:.3f} s, writes {sp['writes_s']:.3f} s)")
     print(result["profile_tottime"])
     print(result["profile_cumtime"])
-    print("one taped step replayed and waited for (s):", ", ".join(f"{x:.3f}" for x in result["step_gpu_s"]))
-    total = sum(r[2] for r in result["per_kernel"])
+    print("one taped step replayed and waited for (s):", ", ".join(f"{x:.3f}" for x in result["step_gpu_s"]) or "no tape")
+    total = sum(r[2] for r in result["per_kernel"]) or 1.0
     print(f"{'kernel (groups)':70} {'n':>4} {'s/step':>8} {'share':>6}")
     for name, n, sec in result["per_kernel"]:
         print(f"{name:70.70} {n:4d} {sec:8.4f} {sec / total:6.1%}")

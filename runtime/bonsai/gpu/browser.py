@@ -34,6 +34,7 @@ class BrowserGpu(Recorder):
         self.adapter = Adapter(adapter)
         self.queue = device.queue
         self._errors: list[str] = []
+        self._copy_args: dict[tuple, tuple[Any, Any, Any, tuple[Any, Any]]] = {}  # _encode_copy_to_texture's
         self.lost: str | None = None
         self.limits = browser_limits(device.limits)
         # JS keeps these callbacks; the proxies live as long as this object.
@@ -172,11 +173,18 @@ class BrowserGpu(Recorder):
 
     def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
                                 width: int) -> None:
-        encoder.copyBufferToTexture(
-            self._obj({"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytesPerRow": TEXTURE_ROW_BYTES,
-                       "rowsPerImage": rows}),
-            self._obj({"texture": tex.texture, "origin": [0, first_row, 0]}),
-            self._to_js([width, rows, 1]))
+        # A decode step copies x into a texture ~180 times: the three JS descriptors are built once per
+        # copy and reused (converting them each time was most of a replayed step's host time).
+        key = (id(buf), id(tex), first_row, rows, width)
+        args = self._copy_args.get(key)
+        if args is None:
+            args = self._copy_args[key] = (
+                self._obj({"buffer": buf, "offset": first_row * TEXTURE_ROW_BYTES, "bytesPerRow": TEXTURE_ROW_BYTES,
+                           "rowsPerImage": rows}),
+                self._obj({"texture": tex.texture, "origin": [0, first_row, 0]}),
+                self._to_js([width, rows, 1]),
+                (buf, tex))  # keeps buf and tex alive with their entry, so their ids stay theirs
+        encoder.copyBufferToTexture(*args[:3])
 
     def _queue_write_texture(self, tex: WordTexture, data: memoryview, rows: int) -> None:
         with self._js_bytes(data) as js_data:
@@ -202,6 +210,11 @@ class BrowserGpu(Recorder):
         if self.lost is not None:
             raise DeviceLostError(f"the WebGPU device was lost ({self.lost}); create a new BrowserGpu")
         super().flush()
+
+    def forget_bindings(self) -> None:
+        """Drop cached bind groups and copy descriptors (call after freeing many buffers)."""
+        super().forget_bindings()
+        self._copy_args.clear()
 
     def is_lost(self) -> bool:
         """True once the device's `lost` promise has resolved."""

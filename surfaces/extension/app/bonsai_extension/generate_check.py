@@ -33,6 +33,7 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
             engine.gpu.destroy()
 
     gen = engine.generate(prompt_ids, max_tokens=max_tokens, sampling=Sampling(), on_step=on_step)
+    ended_at = time.time()
     return {
         "ok": True,
         "kv": kv,
@@ -44,5 +45,7 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
         "load_s": round(loaded, 3),
         "prefill_s": round(gen.prefill_s, 3),
         "decode_tokens_per_s": round(gen.decode_tokens_per_s, 3),
+        "decode_s": gen.decode_s,
+        "decode_ended_at": ended_at,  # wall clock (epoch s): a benchmark outside the page can find the decode window
         "replayed_steps": engine.model.replays,  # decode steps replayed from the tape (no Python per op)
     }
