@@ -38,8 +38,8 @@ def test_the_fused_norm_gives_the_bits_of_the_norm_dispatch(engine):
     before = engine.gpu.dispatch_count
     fused = _logits(engine, True)
     assert np.array_equal(fused, plain)
-    # decode steps fuse (2 norms a layer); the prefill batch keeps its norm dispatches
-    assert engine.gpu.dispatch_count - before == plain_dispatches - 6 * 2 * engine.cfg.n_layers
+    # decode steps fuse (2 norms a layer and the output norm); the prefill batch keeps its norm dispatches
+    assert engine.gpu.dispatch_count - before == plain_dispatches - 6 * (2 * engine.cfg.n_layers + 1)
 
 
 def test_a_norm_kernel_that_sums_in_another_order_is_caught(engine, monkeypatch):
