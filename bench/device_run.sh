@@ -13,6 +13,7 @@
 #   bench/device_run.sh kvab N      # decode at 1K, f32 and q4res alternating N rounds
 #   bench/device_run.sh submit N    # decode at 1K by layers per submit (0, 5, 10, 15), N rounds
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
+#   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -36,6 +37,9 @@ quick_decode() {
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
 case "$1" in
+roofline)
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
+  ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
   # keeps its disk ~30 s between calls) leave /root/m/partNN for `compare`
