@@ -58,6 +58,9 @@ s10)
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024,8192 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   a after_8k --prompt-tokens 8000 --new-tokens 128 --prefill-kernels tiled --prefill-repeats 1 --label "after f32 8K"
   b before_8k --prompt-tokens 8000 --new-tokens 128 --prefill-repeats 1 --label "before f32 8K"
+  a after_block32 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --block 32 --label "after f32 1K, block 32"
+  PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --prefill 512 --reps 20 \
+      --out "$OUT/probe_prefill.json" 2>&1 | grep -iv warn | head -30
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
