@@ -17,10 +17,8 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from browser_profile import BROWSER_SETUP, NATIVE_SETUP, PROMPT, in_browser, in_process
+from browser_profile import PROMPT, both_sides
 from results_file import write_results
-
-from bonsai.models import default_model_path
 
 MEASURE = textwrap.dedent('''
     import json, time
@@ -66,12 +64,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "browser_kernels.json"))
     args = parser.parse_args()
 
-    def code_for(setup: str, model_path: str) -> str:
-        return (f"MODES = {args.kv!r}\nREPS = {args.reps}\nTRIALS = {args.trials}\nPROMPT = {PROMPT!r}\n"
-                f"MODEL_PATH = {model_path!r}\n" + setup + MEASURE)
-
-    browser = in_browser(lambda path: code_for(BROWSER_SETUP, path))
-    native = in_process(code_for(NATIVE_SETUP, str(default_model_path())))
+    browser, native = both_sides(MEASURE, MODES=args.kv, REPS=args.reps, TRIALS=args.trials, PROMPT=PROMPT)
     rows = []
     for kv in args.kv:
         b, n = browser["modes"][kv], native["modes"][kv]

@@ -185,6 +185,18 @@ def in_process(code: str) -> dict:
     return json.loads(scope["__profile"])
 
 
+def program(setup: str, model_path: str, code: str, **names: object) -> str:
+    """`code` after `names` (as literals), MODEL_PATH and `setup` (which makes `gpu` and `reader`)."""
+    return "".join(f"{k} = {v!r}\n" for k, v in {**names, "MODEL_PATH": model_path}.items()) + setup + code
+
+
+def both_sides(code: str, **names: object) -> tuple[dict, dict]:
+    """(`__profile` in the page on `BrowserGpu`, `__profile` here on wgpu-py's `Gpu`) of the same `code`."""
+    browser = in_browser(lambda path: program(BROWSER_SETUP, path, code, **names))
+    native = in_process(program(NATIVE_SETUP, str(default_model_path()), code, **names))
+    return browser, native
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kv", default="f32")
@@ -196,9 +208,9 @@ def main() -> None:
     args = parser.parse_args()
 
     def code_for(model_path: str) -> str:
-        prelude = f"KV = {args.kv!r}\nSTEPS = {args.steps}\nPROMPT = {args.prompt!r}\nMODEL_PATH = {model_path!r}\n"
-        setup = NATIVE_SETUP if args.native else BROWSER_SETUP
-        return prelude + setup + (Path(args.in_page).read_text() if args.in_page else IN_PAGE)
+        return program(NATIVE_SETUP if args.native else BROWSER_SETUP, model_path,
+                       Path(args.in_page).read_text() if args.in_page else IN_PAGE, KV=args.kv, STEPS=args.steps,
+                       PROMPT=args.prompt)
 
     result = in_process(code_for(str(default_model_path()))) if args.native else in_browser(code_for)
     if args.in_page:
