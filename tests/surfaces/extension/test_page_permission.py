@@ -1,0 +1,90 @@
+"""Reading a page needs the user's say, asked at use: in a real headless Chromium, no host access at install;
+the tab the toolbar button was clicked on can be read (activeTab), another tab cannot until the button
+is clicked there; asking for every site needs a user gesture. (Granting every site is not driven here:
+Chromium answers `chrome.permissions.request` with a dialog that DevTools cannot click.)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.request
+
+import pytest
+
+from .cdp import Chromium
+
+pytestmark = pytest.mark.timeout(300)
+
+EVERY_SITE = json.dumps({"origins": ["http://*/*", "https://*/*"]})
+READ = "import('./ui/page_reader.js').then(m => m.readActiveTab()).then(JSON.parse, e => ({error: e.message}))"
+
+
+def _open_tab(browser: Chromium, url: str, timeout: float = 30) -> str:
+    """A new (active) tab on `url`; its target id once the page has committed."""
+    request = urllib.request.Request(f"http://127.0.0.1:{browser.port}/json/new?{url}", method="PUT")
+    urllib.request.urlopen(request, timeout=10).close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tabs = browser.browser_call("Target.getTargets", {"filter": [{"type": "tab"}]})["targetInfos"]
+        tab = next((t for t in tabs if t["url"] == url), None)
+        if tab is not None:
+            return tab["targetId"]
+        time.sleep(0.2)
+    raise RuntimeError(f"no tab target for {url}")
+
+
+def observe(browser: Chromium, base: str) -> dict:
+    """What the side panel may read, step by step: at install, after the toolbar click on a first page, on a
+    second page before and after the click there, and when it asks for every site without a gesture."""
+    seen: dict = {}
+    with browser.side_panel(f"{base}/first.html") as panel:  # the toolbar button clicked on the first page
+        panel.wait_for("document.readyState === 'complete'", 60)
+        seen["every_site"] = panel.evaluate(f"chrome.permissions.contains({EVERY_SITE})", await_promise=True)
+        seen["origins"] = panel.evaluate("chrome.permissions.getAll().then(p => p.origins)", await_promise=True)
+        seen["first"] = panel.evaluate(READ, await_promise=True)
+        second_tab = _open_tab(browser, f"{base}/second.html")  # now the active tab; Bonsai not clicked here
+        seen["second_before_click"] = panel.evaluate(READ, await_promise=True)
+        browser.browser_call("Extensions.triggerAction", {"id": browser.id, "targetId": second_tab})
+        deadline = time.monotonic() + 30
+        while "error" in (second := panel.evaluate(READ, await_promise=True)) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the click reaches the extension asynchronously
+        seen["second_after_click"] = second
+        seen["asked_without_gesture"] = panel.evaluate(
+            "import('./ui/page_reader.js').then(m => m.allowAllSites()).then(String, e => e.message)", await_promise=True)
+        seen["every_site_after"] = panel.evaluate(f"chrome.permissions.contains({EVERY_SITE})", await_promise=True)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def pages(model_server) -> str:
+    root, base = model_server
+    (root / "first.html").write_text("<!doctype html><title>First</title><p>alpha</p>")
+    (root / "second.html").write_text("<!doctype html><title>Second</title><p>beta</p>")
+    return base
+
+
+def test_pages_are_read_only_where_the_user_clicked_bonsai_and_every_site_is_asked_at_use(browser, pages):
+    seen = observe(browser, pages)
+    assert seen["every_site"] is False and seen["origins"] == [], seen  # nothing at install
+    assert seen["first"].get("title") == "First" and "alpha" in seen["first"].get("text", ""), seen
+    refused = seen["second_before_click"].get("error", "")
+    assert "Bonsai may not read this tab: click the Bonsai toolbar button" in refused, seen
+    assert seen["second_after_click"].get("title") == "Second" and "beta" in seen["second_after_click"].get("text", ""), seen
+    assert "user gesture" in seen["asked_without_gesture"] and seen["every_site_after"] is False, seen
+
+
+def test_a_manifest_that_takes_every_site_at_install_is_caught(chromium_binary, extension_dir, pages, tmp_path):
+    """Mutation: the optional host permissions moved to `host_permissions` (granted at install)."""
+    mutant = tmp_path / "extension"
+    shutil.copytree(extension_dir, mutant)
+    manifest = json.loads((mutant / "manifest.json").read_text())
+    manifest["host_permissions"] = manifest.pop("optional_host_permissions")
+    (mutant / "manifest.json").write_text(json.dumps(manifest))
+    browser = Chromium(chromium_binary, mutant, tmp_path / "profile")
+    try:
+        seen = observe(browser, pages)
+    finally:
+        browser.close()
+    assert seen["every_site"] is True and "beta" in seen["second_before_click"].get("text", ""), seen
