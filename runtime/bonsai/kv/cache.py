@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..gpu.params import ParamCache, StepParams
+from .epilogue import EpilogueRows
 from .errors import KVError
 from .format.modes import MODES, get_mode
 from .handover import Handover
@@ -101,42 +102,85 @@ class KVCache:
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
 
-    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
-        """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
+    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, stored: EpilogueRows | None = None) -> None:
+        """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache.
+
+        stored: what `epilogue_rows(layer, pos, n)` returned, whose destinations the caller's QKV matmul
+        has written (k_buf and v_buf are not read then): only the bookkeeping after the store is left."""
+        if stored is not None:
+            if (stored.entry.layer, stored.entry.pos, stored.entry.n) != (layer, pos, n):
+                raise KVError(f"append(stored=...): rows booked for layer {stored.entry.layer} position "
+                              f"{stored.entry.pos}, appended as layer {layer} position {pos}")
+            self._after_store(layer, pos, n, stored.entry, copied=True)
+            return
         self._check_range(layer, pos, n)
-        res = self.residual
-        if res is not None and pos - pos % self.layout.group != res.gpu_start[layer]:
-            self.sync_host()
-            res.restart(layer, pos, self._slots.get(layer, pos // self.window))
+        self._restart_residual(layer, pos)
         # chunks that fit the staging area; grouped modes also end a chunk where a K group ends, so each
         # staging entry lies in one group and the group's quantised rows are booked right after it
         start = 0
         while start < n:
             p = pos + start
             stop = min(n, start + self._staging.positions)
-            if res is not None:
+            if self.residual is not None:
                 stop = min(stop, start + self.layout.group - p % self.layout.group)
             self._append_chunk(layer, k_buf, v_buf, p, stop - start, start)
             start = stop
 
-    def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
+    def epilogue_rows(self, layer: int, pos: int, n: int) -> EpilogueRows | None:
+        """Book the staging entry of appending [pos, pos+n) to `layer` and say where its rows and flags go,
+        for a QKV matmul that writes them in its epilogue (`bonsai.ops.qkv_store`) before `append(...,
+        stored=...)`; None (nothing booked) where the store kernel must run: not one position of f32 rows
+        with a second copy (`fuse_store`), or a chunk `append` would split."""
+        lay = self.layout
+        if not (self.fuse_store and n == 1 and self._store.f32_rows and (not lay.mode.grouped or lay.mode.v_residual)):
+            return None
+        self._check_range(layer, pos, n)
+        self._restart_residual(layer, pos)
+        entry = self._book(layer, pos, n)
+        dst, words = self._also(layer, pos, entry)
+        stg = self._staging
+        return EpilogueRows(entry, stg.buffer, entry.word, stg.flags, entry.flag, stg.scratch, dst, words,
+                            self._store.k_limit, self._store.v_limit)
+
+    def _restart_residual(self, layer: int, pos: int) -> None:
+        res = self.residual
+        if res is not None and pos - pos % self.layout.group != res.gpu_start[layer]:
+            self.sync_host()
+            res.restart(layer, pos, self._slots.get(layer, pos // self.window))
+
+    def _book(self, layer: int, pos: int, n: int) -> Entry:
+        """The staging entry of rows [pos, pos+n) (a sync first when staging has no room for them)."""
         lay, stg = self.layout, self._staging
         group_words = (lay.group + n) * (lay.k_words + lay.v_words) if self.residual is not None else 0
         if not stg.room_for(n * (lay.stored_k_words + lay.stored_v_words) + group_words, 2 * n * lay.n_kv):
             self.sync_host()
-        entry = stg.book_rows(layer, pos, n)
-        grouped, v_res = lay.mode.grouped, lay.mode.v_residual
-        res = self.residual
+        return stg.book_rows(layer, pos, n)
+
+    def _also(self, layer: int, pos: int, entry: Entry) -> tuple[Any, Any]:
+        """(buffer, step-parameter words) of the second copy of one position's f32 rows: the slot, or for K and
+        V both grouped the residual (where the scatter would copy them)."""
+        lay, res = self.layout, self.residual
+        if res is None:
+            return (self._slots.get(layer, pos // lay.window, entry),
+                    self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
+        return res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE)
+
+    def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
+        lay, stg = self.layout, self._staging
+        entry = self._book(layer, pos, n)
         # one position of f32 rows: the store kernel also writes them where the scatter would copy them
         # (the slot, or for K and V both grouped the residual), one dispatch instead of two
         also = None
-        if self.fuse_store and n == 1 and self._store.f32_rows and (not grouped or v_res):
-            if res is None:
-                also = (self._slots.get(layer, pos // lay.window, entry),
-                        self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
-            else:
-                also = (res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE))
+        if self.fuse_store and n == 1 and self._store.f32_rows and (not lay.mode.grouped or lay.mode.v_residual):
+            also = self._also(layer, pos, entry)
         self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
+        self._after_store(layer, pos, n, entry, copied=also is not None)
+
+    def _after_store(self, layer: int, pos: int, n: int, entry: Entry, copied: bool) -> None:
+        """Scatter the staged rows into their slots (unless `copied` there already), mark the mirrors, and
+        (grouped modes) fill the residual and quantise a group the rows complete."""
+        lay, stg = self.layout, self._staging
+        grouped, v_res = lay.mode.grouped, lay.mode.v_residual
         v_src = entry.word + n * lay.stored_k_words
         p = pos
         while p < pos + n:
@@ -147,14 +191,14 @@ class KVCache:
             n_k = 0 if grouped else (end - p) * lay.k_words
             n_v = 0 if v_res else (end - p) * lay.v_words
             k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
-            if also is None:
+            if not copied:
                 self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
                                      v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
             self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
             self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
             p = end
-        if res is not None:
-            res.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=also is not None)
+        if self.residual is not None:
+            self.residual.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=copied)
 
     # ---- replaying a recorded step --------------------------------------------------------
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
