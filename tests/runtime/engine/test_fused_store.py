@@ -3,6 +3,8 @@ host master and slot/residual bits of the store dispatch, replayed or recorded, 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import bonsai.kv.attention.driver as attention
@@ -61,8 +63,9 @@ def test_the_epilogue_store_gives_the_store_dispatchs_tokens_and_bits(engine, st
     recorded, replayed = _run(engine, True, False, steps), _run(engine, True, True, steps)
     assert len(plain[0]) == TOKENS and plain[1].count(0) < len(plain[1])
     for fused in (recorded, replayed):
-        assert fused[:3] == plain[:3]  # tokens, host master, every slot and residual byte
-        assert fused[3] == plain[3] - (TOKENS - 1) * engine.cfg.n_layers  # no store dispatch in a decode step
+        assert fused[:3] == plain[:3]  # tokens, host master and residual, every slot and residual byte
+    assert recorded[3] == plain[3] - (TOKENS - 1) * engine.cfg.n_layers  # no store dispatch in a decode step
+    assert replayed[3] == recorded[3]  # nor in the recorded steps of the replayed run (replays are not counted)
     assert recorded[4] == 0 and replayed[4] > TOKENS // 2
 
 
@@ -72,3 +75,11 @@ def test_replayed_fused_steps_without_their_bookkeeping_are_caught(engine, monke
     monkeypatch.setattr(KVCache, "replay_appends", lambda self, pos, n: None)
     replayed = _run(engine, True, True)
     assert replayed[4] > 0 and replayed[:3] != plain[:3]
+
+
+def test_an_adapter_with_8_storage_buffers_per_stage_keeps_the_store_dispatch(engine, monkeypatch):
+    fused = _run(engine, True, False)  # recorded: a replayed step's dispatches are not counted
+    monkeypatch.setattr(engine.gpu, "limits", dataclasses.replace(engine.gpu.limits, max_storage_buffers=8))
+    limited = _run(engine, True, False)
+    assert limited[:3] == fused[:3]
+    assert limited[3] == fused[3] + (TOKENS - 1) * engine.cfg.n_layers

@@ -93,3 +93,13 @@ def test_head_dims_above_the_workgroup_limit_use_the_serial_kernel(gpu):
     from bonsai.kv.attention.driver import default_variant
 
     assert default_variant(g, 128) == "serial" and default_variant(g, 64) in ("serial", "blocks")
+
+
+def test_the_storage_buffers_per_stage_are_read_from_the_device_or_taken_as_webgpus_default():
+    from bonsai.gpu.limits import browser_limits, native_limits
+
+    sizes = {"max-storage-buffer-binding-size": 1 << 27, "max-buffer-size": 1 << 28}
+    assert native_limits({**sizes, "max-storage-buffers-per-shader-stage": 10}).max_storage_buffers == 10
+    assert native_limits(sizes).max_storage_buffers == 8
+    assert browser_limits(type("JsLimits", (), {"maxStorageBuffersPerShaderStage": 12})()).max_storage_buffers == 12
+    assert browser_limits(object()).max_storage_buffers == 8
