@@ -13,6 +13,8 @@
 #   bench/device_run.sh kvab N      # decode at 1K, f32 and q4res alternating N rounds
 #   bench/device_run.sh submit N    # decode at 1K by layers per submit (0, 5, 10, 15), N rounds
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
+#   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
+#   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -36,6 +38,30 @@ quick_decode() {
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
 case "$1" in
+roofline)
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
+  ;;
+s10)
+  # bench/device_run.sh s10 (carry .whl .gl .before .ll; .before = `git archive <before> runtime/bonsai bench`)
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" 2>&1 | grep "|"
+  K1="--model $M --no-reference --new-tokens 256"
+  b() { name=$1; shift; PYTHONPATH=$PWD/.site:$PWD/.before/runtime timeout 100 python3 .before/bench/decode_bench.py $K1 \
+      --prefill-tokens 512 --prefill-repeats 2 --prefill-kernels matvec "$@" --out "$OUT/$name.json" 2>&1 | grep -iv "warn"; }
+  a() { name=$1; shift; PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $K1 --prefill-repeats 2 "$@" \
+      --out "$OUT/$name.json" 2>&1 | grep -iv "warn"; }
+  b before --prompt-tokens 1024 --label "before f32 1K"
+  a after --prompt-tokens 1024 --prefill-kernels tiled,matvec --batch 512 --label "after f32 1K, batch 512" --hf
+  a after_b128 --prompt-tokens 1024 --prefill-kernels tiled --label "after f32 1K, batch 128"
+  b before_q4res --prompt-tokens 1024 --kv q4res --label "before q4res 1K"
+  a after_q4res --prompt-tokens 1024 --kv q4res --prefill-kernels tiled --batch 512 --label "after q4res 1K"
+  timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024,8192 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  a after_8k --prompt-tokens 8000 --new-tokens 128 --prefill-kernels tiled --prefill-repeats 1 --label "after f32 8K"
+  b before_8k --prompt-tokens 8000 --new-tokens 128 --prefill-repeats 1 --label "before f32 8K"
+  a after_block32 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --block 32 --label "after f32 1K, block 32"
+  PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --prefill 512 --reps 20 \
+      --out "$OUT/probe_prefill.json" 2>&1 | grep -iv warn | head -30
+  ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
   # keeps its disk ~30 s between calls) leave /root/m/partNN for `compare`

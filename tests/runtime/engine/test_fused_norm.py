@@ -38,8 +38,8 @@ def test_the_fused_norm_gives_the_bits_of_the_norm_dispatch(engine):
     before = engine.gpu.dispatch_count
     fused = _logits(engine, True)
     assert np.array_equal(fused, plain)
-    # decode steps fuse (2 norms a layer); the prefill batch keeps its norm dispatches
-    assert engine.gpu.dispatch_count - before == plain_dispatches - 6 * 2 * engine.cfg.n_layers
+    # decode steps fuse (2 norms a layer and the output norm); the prefill batch keeps its norm dispatches
+    assert engine.gpu.dispatch_count - before == plain_dispatches - 6 * (2 * engine.cfg.n_layers + 1)
 
 
 def test_a_norm_kernel_that_sums_in_another_order_is_caught(engine, monkeypatch):
@@ -58,3 +58,16 @@ def test_a_fused_sum_that_loses_a_square_of_its_round_is_caught(engine, monkeypa
     plain = _logits(engine, False)
     patch_shader(monkeypatch, engine.gpu, "matmul.wgsl", "                    s += v2 * v2;", "                    s += v1 * v1;")
     assert not np.array_equal(_logits(engine, True), plain)
+
+
+def test_a_batch_projects_its_last_row_with_the_output_norm_fused_and_the_same_bits(engine):
+    """A prefill that wants only the last row's logits normalises that row inside the output matmul."""
+    rows, counts = {}, {}
+    for fuse in (False, True):
+        engine.reset()
+        engine.model.fuse_norm = fuse
+        before = engine.gpu.dispatch_count
+        rows[fuse] = np.asarray(engine._step([3, 1, 4, 1, 5])).view(np.uint32).copy()
+        counts[fuse] = engine.gpu.dispatch_count - before
+    assert np.array_equal(rows[True], rows[False])
+    assert counts[True] == counts[False] - 1  # the output norm's dispatch (batches keep the layers' norms)

@@ -54,7 +54,7 @@ def test_a_warm_engine_compiles_nothing_in_its_first_requests(fresh, tmp_path, k
 
 
 def test_a_warm_engine_compiles_nothing_with_the_tiled_kernel_off(fresh, tmp_path, monkeypatch):
-    """The engine's default (`tiled.MIN_TOKENS` None): batches take the matvec, which the warm-up's short
+    """The tiled kernel off (`tiled.MIN_TOKENS` None, the bench's --old-prefill): batches take the matvec, which the warm-up's short
     batch compiles (every batch of 2+ tokens uses the same token-group constant)."""
     monkeypatch.setattr(tiled, "MIN_TOKENS", None)
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)

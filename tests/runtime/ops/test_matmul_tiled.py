@@ -155,6 +155,16 @@ def _framed_ok(gpu):
     return _within_bound(raw, name, x, got) and bool(np.all(rest == SENTINEL))
 
 
+def _framed_ok_tm8(gpu):
+    """`_framed_ok` with 8 rows per invocation (the kernel's a4..a7)."""
+    saved = tiled.TILE
+    tiled.TILE = tiled.Tile(32, 16, 8)
+    try:
+        return _framed_ok(gpu)
+    finally:
+        tiled.TILE = saved
+
+
 TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
     ("no barrier between loading the tiles and using them", "workgroupBarrier();\n        for (var kk", "for (var kk",
      _framed_ok),
@@ -165,6 +175,10 @@ TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
     ("row guard off by one tile row", "if (rb + i < n) { store(", "if (rb + i < n + 4u) { store(", _framed_ok),
     ("Q4_1 quarters 1 and 3 read high nibbles", "let s = select(0u, 4u, e >= 2u);", "let s = select(0u, 4u, e >= 1u);",
      _q41_exact),
+    ("the second k of a round multiplies the first k's weights", "let wv2 = ws[(kk + 1u) * (BM / 4u) + tr];",
+     "let wv2 = ws[kk * (BM / 4u) + tr];", _framed_ok),
+    ("rows 4..7 of an invocation take rows 0..3's weights", "let wh = ws[kk * (BM / 4u) + tr + RT];",
+     "let wh = ws[kk * (BM / 4u) + tr];", _framed_ok_tm8),
     ("activations of the wrong chunk", "x[(t0 + tok) * xs_ + xo + c * 8u + i % 8u]", "x[(t0 + tok) * xs_ + xo + i % 8u]",
      _framed_ok),
 ]

@@ -172,7 +172,10 @@ class GpuModel:
                         norm=lw.ffn_norm if fused else None)
             self._mm(lw.w_down, a.act, a.x, t, x_stride=c.ffn_dim, y_stride=c.dim, accum=True)
         out = self.w.output
-        if all_logits:
+        if self.fuse_norm and (t == 1 or not all_logits) and mm.fuses_norm(out):  # one row: its norm in the product
+            prm = self.params.block(out.params(1, c.dim, c.vocab_size, x_offset=(t - 1) * c.dim, eps=c.rms_eps))
+            mm.dispatch(g, out, a.x, a.logits, prm, 1, x_words=t * c.dim, norm=self.w.out_norm)
+        elif all_logits:
             rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
             self._mm(out, a.xn, a.logits, t, x_stride=c.dim, y_stride=c.vocab_size)
         else:  # only the last token's logits: normalise all rows (cheap), project row t-1

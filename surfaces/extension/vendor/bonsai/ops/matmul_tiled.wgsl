@@ -13,7 +13,7 @@
 const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
 const BM: u32 = {{BM}}u;         // rows of y per workgroup (a multiple of TM)
 const BN: u32 = {{BN}}u;         // tokens of y per workgroup (a multiple of 4)
-const TM: u32 = {{TM}}u;         // rows per invocation (a multiple of 4)
+const TM: u32 = {{TM}}u;         // rows per invocation: 4 or 8
 const RT: u32 = BM / TM;         // invocations along the rows
 const WG: u32 = RT * (BN / 4u);  // invocations per workgroup; each owns TM rows x 4 tokens
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
@@ -116,7 +116,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t0 = wid.y * BN;
     let tr = li % RT;   // this invocation's rows: r0 + 4 (tr + g RT) + i, g < TM / 4, i < 4
     let tc = li / RT;   // its tokens: t0 + 4 tc + j, j < 4
-    var acc: array<vec4<f32>, TM>;  // acc[4g + i][j]
+    // acc row 4g + i, token j: named vectors (a0..a3 g = 0, a4..a7 g = 1), not a private array indexed in the
+    // loop: the H200's driver kept such an array in memory, and the tiled matmul ran 4-7x slower
+    // (bench/roofline_probe.py, bench/NOTES.md session 10)
+    var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0;
+    var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
     for (var c = 0u; c < k / 32u; c++) {
         // BM rows x 4 quarters of the chunk (row i % BM: one row per lane), then BN tokens x 8 vec4s
         // (token i / 8: coalesced reads); two loads written out per round, so they leave together (the
@@ -138,18 +142,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         for (; i < 8u * BN; i += WG) { put_x(i, load_x(i, c, t0, nt, xs_, xo)); }
         workgroupBarrier();
-        for (var kk = 0u; kk < 32u; kk++) {
+        for (var kk = 0u; kk < 32u; kk += 2u) {  // two k a round, their loads first (the same sums in k order)
             let xv = xs[kk * (BN / 4u) + tc];
-            for (var g = 0u; g < TM / 4u; g++) {
-                let wv = ws[kk * (BM / 4u) + tr + g * RT];
-                acc[4u * g] += wv.x * xv;
-                acc[4u * g + 1u] += wv.y * xv;
-                acc[4u * g + 2u] += wv.z * xv;
-                acc[4u * g + 3u] += wv.w * xv;
+            let wv = ws[kk * (BM / 4u) + tr];
+            let xv2 = xs[(kk + 1u) * (BN / 4u) + tc];
+            let wv2 = ws[(kk + 1u) * (BM / 4u) + tr];
+            a0 += wv.x * xv; a1 += wv.y * xv; a2 += wv.z * xv; a3 += wv.w * xv;
+            a0 += wv2.x * xv2; a1 += wv2.y * xv2; a2 += wv2.z * xv2; a3 += wv2.w * xv2;
+            if (TM == 8u) {
+                let wh = ws[kk * (BM / 4u) + tr + RT];
+                let wh2 = ws[(kk + 1u) * (BM / 4u) + tr + RT];
+                a4 += wh.x * xv; a5 += wh.y * xv; a6 += wh.z * xv; a7 += wh.w * xv;
+                a4 += wh2.x * xv2; a5 += wh2.y * xv2; a6 += wh2.z * xv2; a7 += wh2.w * xv2;
             }
         }
         workgroupBarrier();  // every invocation is done with ws and xs before the next chunk overwrites them
     }
+    let acc = array<vec4<f32>, 8>(a0, a1, a2, a3, a4, a5, a6, a7);  // the epilogue runs once: an array is fine
     for (var g = 0u; g < TM / 4u; g++) {
         let rb = r0 + 4u * (tr + g * RT);
         for (var j = 0u; j < 4u; j++) {

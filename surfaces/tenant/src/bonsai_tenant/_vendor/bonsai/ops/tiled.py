@@ -2,8 +2,7 @@
 
 Prefill multiplies many tokens by the same weights; the matvec kernel (matmul.wgsl) decodes every weight
 again for each group of 8 tokens, the tiled kernel once per BN-token tile, from workgroup memory.
-`matmul.dispatch` takes it, once switched on (`MIN_TOKENS`; off by default, see there), for batches of
-at least `MIN_TOKENS` tokens on buffer (non-texture) matrices without a fused norm; decode steps keep
+`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture) matrices without a fused norm; decode steps keep
 the matvec.
 """
 
@@ -31,8 +30,8 @@ class Tile:
 
     def check(self, max_invocations: int) -> None:
         """Raise ValueError for a tile the kernel cannot run, GpuLimitError for one this adapter cannot."""
-        if self.tm % 4 or self.bm % self.tm or self.bn % 4 or min(self.bm, self.bn, self.tm) <= 0:
-            raise ValueError(f"tile {self}: TM must be a multiple of 4 dividing BM, BN a multiple of 4")
+        if self.tm not in (4, 8) or self.bm % self.tm or self.bn % 4 or min(self.bm, self.bn) <= 0:
+            raise ValueError(f"tile {self}: TM must be 4 or 8 and divide BM, BN a multiple of 4")
         if (self.bm + self.bn) * 32 * 4 > WORKGROUP_BYTES:
             raise ValueError(f"tile {self}: (BM + BN) x 32 floats exceed {WORKGROUP_BYTES} bytes of workgroup memory")
         if self.invocations > max_invocations:
@@ -52,12 +51,12 @@ class Tile:
 
 
 TILE = Tile()
-# Batches of at least this many tokens go tiled; None: never (the matvec only). Off by default: on the
-# H200 (bench/NOTES.md, session 8) the tiled kernel prefilled 512 tokens at 0.95-0.96x the matvec's rate
-# in 512-token steps and 0.57x in the engine's 128-token steps (its gate/up matmul still takes ~1 ms,
-# ~1.8 TFLOP/s). `decode_bench.py --prefill-kernels tiled,...` and ON_THRESHOLD turn it on to tune it.
+# Batches of at least this many tokens go tiled; None: never (the matvec only). On since session 10: with
+# its accumulators in named vectors the tiled kernel runs the default model's 512-token matmuls 4-7x
+# faster than before on the H200 (bench/roofline_probe.py; bench/NOTES.md session 10); before that it
+# was no faster than the matvec and stayed off (session 8). `decode_bench.py --prefill-kernels` compares.
 ON_THRESHOLD = 32
-MIN_TOKENS: int | None = None
+MIN_TOKENS: int | None = ON_THRESHOLD
 
 
 def applies(m: Any, t: int, norm: bool) -> bool:

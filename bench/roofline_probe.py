@@ -1,0 +1,128 @@
+"""How far the matmul kernels are from what this adapter can do: a WGSL kernel of independent FMA chains
+(the adapter's arithmetic peak as WGSL reaches it) beside the engine's matmul kernels on random Q4_1
+weights of the default model's shapes, each timed as `--reps` dispatches in one compute pass.
+
+Prints a table (us per dispatch, GFLOP/s, fraction of the FMA peak) and writes JSON.
+    python bench/roofline_probe.py [--tokens 512] [--reps 50] [--tiles 64x64x4,64x64x8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from results_file import write_results
+
+from bonsai.gpu.device import Gpu
+from bonsai.ops import matmul as mm
+from bonsai.ops import tiled
+from bonsai.ops.qtypes import qtype
+
+CHAINS, ITERS, WG = 8, 1024, 256
+FMA_SRC = f"""
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
+  var a0 = f32(g.x) * 1e-7; var a1 = a0 + 1.0; var a2 = a0 + 2.0; var a3 = a0 + 3.0;
+  var a4 = a0 + 4.0; var a5 = a0 + 5.0; var a6 = a0 + 6.0; var a7 = a0 + 7.0;
+  let m = 0.999; let c = 0.001;
+  for (var i = 0u; i < {ITERS}u; i++) {{
+    a0 = fma(a0, m, c); a1 = fma(a1, m, c); a2 = fma(a2, m, c); a3 = fma(a3, m, c);
+    a4 = fma(a4, m, c); a5 = fma(a5, m, c); a6 = fma(a6, m, c); a7 = fma(a7, m, c);
+  }}
+  out[g.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}}"""
+# (name, rows, cols) of one layer's matmuls in SmolLM2-135M (gate/up interleaved in one matrix)
+SHAPES = [("qkv", 960, 576), ("wo", 576, 576), ("gate_up", 3072, 576), ("down", 576, 1536)]
+
+
+def timed(gpu: Gpu, record, reps: int) -> float:
+    """Seconds per call of `record()` (`reps` of them in one pass), net of an empty round trip."""
+    record()
+    gpu.wait()
+    t0 = time.perf_counter()
+    gpu.wait()
+    empty = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            record()
+        gpu.wait()
+        best = min(best, time.perf_counter() - t0 - empty)
+    return best / reps
+
+
+def fma_peak(gpu: Gpu, groups: int, reps: int) -> dict:
+    dev = gpu.device
+    buf = gpu.buffer(4 * WG * groups)
+    module = dev.create_shader_module(code=FMA_SRC)
+    pipe = dev.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+    bg = dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": buf}}])
+
+    def record() -> None:
+        gpu._record(pipe, bg, (groups,))
+
+    s = timed(gpu, record, reps)
+    flops = 2 * CHAINS * ITERS * WG * groups
+    return {"kernel": f"FMA chains ({groups} x {WG} invocations)", "us": s * 1e6, "gflop_s": flops / s / 1e9}
+
+
+def random_q4_1(rows: int, cols: int, rng: np.random.Generator) -> bytes:
+    """Valid Q4_1 rows: per 32 weights an f16 scale and min, then 16 bytes of nibbles."""
+    blocks = rows * cols // 32
+    dm = (rng.standard_normal((blocks, 2)) * 0.02).astype(np.float16).view(np.uint8)
+    q = rng.integers(0, 256, (blocks, 16), dtype=np.uint8)
+    return np.concatenate([dm, q], axis=1).tobytes()
+
+
+def matmul_rows(gpu: Gpu, tokens: int, reps: int, tiles: list[str]) -> list[dict]:
+    rng = np.random.default_rng(0)
+    rows_out = []
+    for name, rows, cols in SHAPES:
+        m = mm.upload_matrix(gpu, random_q4_1(rows, cols, rng), qtype("Q4_1"), rows, cols, name)
+        x = gpu.buffer(4 * tokens * cols)
+        gpu.write(x, rng.standard_normal(tokens * cols).astype(np.float32).tobytes())
+        y = gpu.buffer(4 * tokens * rows)
+        prm = gpu.buffer(48)
+        gpu.write(prm, m.params(tokens, cols, rows))
+        flops = 2 * rows * cols * tokens
+        variants = [("matvec", None)] + [(f"tiled {t}", t) for t in tiles] if not gpu.is_cpu else [("cpu", None)]
+        for label, tile in variants:
+            saved = tiled.MIN_TOKENS, tiled.TILE
+            if tile is not None:
+                tiled.MIN_TOKENS, tiled.TILE = 1, tiled.Tile.parse(tile)
+            try:
+                s = timed(gpu, lambda m=m, x=x, y=y, prm=prm: mm.dispatch(gpu, m, x, y, prm, tokens), reps)
+            finally:
+                tiled.MIN_TOKENS, tiled.TILE = saved
+            rows_out.append({"kernel": f"{name} {rows}x{cols}, {tokens} tokens, {label}", "us": s * 1e6,
+                             "gflop_s": flops / s / 1e9})
+    return rows_out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=None, help="tokens per matmul (default 512 on a GPU, 64 on a CPU)")
+    ap.add_argument("--reps", type=int, default=None, help="dispatches per timing (default 50 on a GPU, 3 on a CPU)")
+    ap.add_argument("--tiles", default="64x64x4,64x64x8,128x64x8", help="tiled kernel shapes BMxBNxTM")
+    ap.add_argument("--out", default="bench/results/roofline_probe.json")
+    a = ap.parse_args()
+    gpu = Gpu.create()
+    cpu = gpu.is_cpu
+    tokens = a.tokens or (64 if cpu else 512)
+    reps = a.reps or (3 if cpu else 50)
+    rows = [fma_peak(gpu, 64 if cpu else 132 * 32, reps)]
+    rows += matmul_rows(gpu, tokens, reps, [t for t in a.tiles.split(",") if t])
+    peak = rows[0]["gflop_s"]
+    print(f"adapter: {gpu.description}")
+    print("| kernel | us / dispatch | GFLOP/s | / FMA peak |\n| --- | ---: | ---: | ---: |")
+    for r in rows:
+        r["of_peak"] = r["gflop_s"] / peak
+        print(f"| {r['kernel']} | {r['us']:.1f} | {r['gflop_s']:.1f} | {r['of_peak']:.3f} |")
+    write_results(a.out, {"adapter": gpu.description, "tokens": tokens, "reps": reps, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
