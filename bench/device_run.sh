@@ -69,7 +69,7 @@ tq)
   with_tq() { tq=$1; shift; PYTHONPATH=$AFTER timeout 120 python3 -c "import runpy, sys
 import bonsai.kv.attention.driver as d
 d.TOKENS_PER_FOLD = $tq
-sys.argv = sys.argv[1:]; sys.path.insert(0, "bench")
+sys.argv = sys.argv[1:]; sys.path.insert(0, 'bench')
 runpy.run_path(sys.argv[0], run_name='__main__')" "$@" 2>&1 | grep -iv warn; }
   for round in 1 2; do
     for tq in 1 4; do
