@@ -66,27 +66,6 @@ def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypa
     assert any(not r.ok for r in results)
 
 
-def test_steps_of_several_tokens_fold_four_tokens_per_workgroup(gpu):
-    """A step of 6 tokens folds them in groups of TOKENS_PER_FOLD (4 + 2): the matrix above runs through
-    it; here the kernel's own choice is pinned, so a driver that stops grouping is noticed."""
-    att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
-    assert att.tokens_per_fold == attention.TOKENS_PER_FOLD == 4
-    assert att.fold_kernels[4][0] is not att.fold
-
-
-@pytest.mark.parametrize(("old", "new"), [
-    ("fold_block((t0 + i) * p.n_heads + wid.y % p.n_heads, wid.x, lid.x);",
-     "fold_block(t0 * p.n_heads + wid.y % p.n_heads, wid.x, lid.x);"),
-    ("for (var i = 0u; i < TQ; i = i + 1u) {", "for (var i = 0u; i + 1u < TQ; i = i + 1u) {"),
-    ("let t0 = wid.y / p.n_heads * TQ;", "let t0 = wid.y / p.n_heads;"),
-], ids=["every token of a group folds as the first", "a group's last token is skipped", "groups overlap"])
-def test_a_workgroup_that_mixes_up_its_tokens_is_caught(gpu, monkeypatch, old, new):
-    patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
-    results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=("f32",), head_dims=(64,), prefill=6),
-                         UNROLLED["windows"], variant="blocks")
-    assert any(not r.ok for r in results)
-
-
 # q4res with the runtime's 64-position blocks: each block is one of K's 64-position c4a groups, so the
 # fold decodes the group's channel scales once (fold.wgsl K_GROUP_CACHE) and each V row's scale and min
 # once (V_ROW_MIN); windows start and end inside blocks, and the newest group is the f32 residual.

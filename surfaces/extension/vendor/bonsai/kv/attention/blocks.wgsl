@@ -9,8 +9,7 @@
 // kept in f32 between dispatches), and blocks are merged in the same order whatever the windows;
 // so any split into windows gives the same bits. Nothing divides by l before finalize.wgsl.
 //
-// Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations
-// (TQ tokens of one head per workgroup where TQ > 1: below).
+// Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations.
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
 // product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
 // It writes the block's fold to `part`; merge_blocks.wgsl decides what it means (see there).
@@ -52,27 +51,14 @@ var<workgroup> km: array<f32, {{HEAD_DIM}}>;
 
 //#include "fold.wgsl"
 
-// TQ tokens per workgroup (prefill steps; decode: 1): workgroup (k, y) folds block k for tokens
-// (y / n_heads) * TQ + i, i < TQ, of head y % n_heads, one token after the other, each exactly as a
-// workgroup of its own would. The tokens after the first find the block's K and V rows in the cache
-// the first one filled: a block is read from memory once per TQ tokens (bench/NOTES.md session 10).
-const TQ: u32 = {{TQ}}u;
-
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let t0 = wid.y / p.n_heads * TQ;
-    for (var i = 0u; i < TQ; i = i + 1u) {
-        if (t0 + i >= p.n_q) { break; }
-        fold_block((t0 + i) * p.n_heads + wid.y % p.n_heads, wid.x, lid.x);
-        workgroupBarrier();  // every invocation is done with qs and the scores before the next token's
-    }
-}
-
-// Block bk of the window for (token, head) idx, into part (see the top of this file).
-fn fold_block(idx: u32, bk: u32, j: u32) {
+    let idx = wid.y;
+    if (idx >= p.n_q * p.n_heads) { return; }
+    let j = lid.x;
     let t = idx / p.n_heads;
     let g = kv_head(idx % p.n_heads);
-    let bb = w.start / BLOCK + bk;
+    let bb = w.start / BLOCK + wid.x;
     let lo = max(w.start, bb * BLOCK);
     let hi = min(min(w.end, causal_end(t)), (bb + 1u) * BLOCK);
 
@@ -89,7 +75,7 @@ fn fold_block(idx: u32, bk: u32, j: u32) {
     workgroupBarrier();
 
     fold_range(lo, hi, g, j, &m, &l, &acc);
-    let ob = (idx * window_blocks() + bk) * FOLD;
+    let ob = (idx * window_blocks() + wid.x) * FOLD;
     if (j == 0u) {
         part[ob + M_AT] = m;
         part[ob + L_AT] = l;

@@ -30,9 +30,6 @@ from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the
 # invariant holds for any windowing (see blocks.wgsl). Two dispatches per window.
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
-# tokens per blocks-fold workgroup in steps of several tokens (blocks.wgsl TQ; decode steps: 1): they share
-# the block's K and V rows (H200 prefill: bench/NOTES.md session 10)
-TOKENS_PER_FOLD = 4
 # Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
 # least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
 # silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
@@ -101,16 +98,10 @@ class Attention:
         # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
         # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
         self.combines = self.variant == "blocks" and m.v_residual
-        self.tokens_per_fold = TOKENS_PER_FOLD if self.variant == "blocks" else 1  # read at construction too
         self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
         # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
         # has a residual too) by a kernel of its own: same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
-        # (fold, residual fold) by tokens per workgroup: blocks folds tokens_per_fold of a step of several
-        self.fold_kernels = {1: (self.fold, self.fold_residual)}
-        if (tq := self.tokens_per_fold) > 1:
-            many = self._fold_kernel(m.kf, m.vf, residual=self.combines, tq=tq)
-            self.fold_kernels[tq] = (many, self._fold_kernel(FORMATS["f32"], m.v_store, tq=tq) if m.grouped else many)
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, fold_floats] f32
@@ -122,7 +113,7 @@ class Attention:
         self._qr: Any = None
         self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
 
-    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False, tq: int = 1) -> Any:
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False) -> Any:
         mu = self.mutations
         if self.variant == "serial" and not {kf.bits, vf.bits} <= {4, 8, 32}:  # serial.wgsl: K_STEP, V_STEP
             raise KVError(f"serial attention decodes 4-, 8- or 32-bit rows, not {kf.name}/{vf.name}")
@@ -131,7 +122,6 @@ class Attention:
             consts["BLOCK"] = self.block
             if filename is None:
                 consts["RESIDUAL"] = residual
-                consts["TQ"] = tq
         return self.gpu.kernel(
             __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
@@ -251,8 +241,7 @@ class Attention:
                           f"{span} one dispatch may cover; cut windows with `pieces`")
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
-        tq = self.tokens_per_fold if n_q > 1 else 1
-        fold = self.fold_kernels[tq][win.residual]
+        fold = self.fold_residual if win.residual else self.fold
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
             kt, vt = self._texture(win.k), self._texture(win.v)
             self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
@@ -267,8 +256,7 @@ class Attention:
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
         rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
-        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows],
-                          (blocks, -(-n_q // tq) * self.n_heads))
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows], (blocks, n))
         self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
 
     def _texture(self, rows: Any) -> WordTexture:
