@@ -15,7 +15,6 @@
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 #   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
 #   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
-#   bench/device_run.sh tq          # prefill with 1 and 4 tokens per attention-fold workgroup, alternating
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -62,24 +61,6 @@ s10)
   a after_block32 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --block 32 --label "after f32 1K, block 32"
   PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --prefill 512 --reps 20 \
       --out "$OUT/probe_prefill.json" 2>&1 | grep -iv warn | head -30
-  ;;
-tq)
-  M=$(model_and_peer)
-  # driver.TOKENS_PER_FOLD patched before the bench runs (read when the cache makes its Attention)
-  with_tq() { tq=$1; shift; PYTHONPATH=$AFTER timeout 120 python3 -c "import runpy, sys
-import bonsai.kv.attention.driver as d
-d.TOKENS_PER_FOLD = $tq
-sys.argv = sys.argv[1:]; sys.path.insert(0, 'bench')
-runpy.run_path(sys.argv[0], run_name='__main__')" "$@" 2>&1 | grep -iv warn; }
-  for round in 1 2; do
-    for tq in 1 4; do
-      with_tq $tq bench/decode_bench.py --model $M --no-reference --prompt-tokens 1024 --new-tokens 64 \
-          --prefill-kernels tiled --prefill-repeats 3 --label "tq $tq" --out "$OUT/tq${tq}_$round.json" | grep "tq $tq\|^tiled"
-    done
-  done
-  with_tq 4 bench/decode_bench.py --model $M --no-reference --prompt-tokens 1024 --new-tokens 64 --kv q4res \
-      --prefill-kernels tiled --prefill-repeats 3 --label "tq 4 q4res" --out "$OUT/tq4_q4res.json" | grep "tq 4\|^tiled"
-  with_tq 4 bench/kernel_probe.py --model $M --prefill 512 --reps 20 --out "$OUT/probe_tq4.json" | head -8
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
