@@ -38,6 +38,17 @@ class Activations:
 HISTORY = 63  # steps one GPU-resident block may run between readbacks (its ids ride on one KV readback)
 
 
+# tokens per forward step unless the caller says: 512 on GPUs, where the tiled matmul then has workgroups
+# enough (H200: 10,327 prompt tok/s in 512-token steps, 4,940 in 128-token steps; bench/NOTES.md session
+# 10), 128 on CPU adapters (their kernels gain nothing from longer steps; the step's buffers stay small)
+BATCH_GPU, BATCH_CPU = 512, 128
+
+
+def default_batch(gpu: Any) -> int:
+    """The engine's tokens per step on `gpu` when the caller gives none."""
+    return BATCH_CPU if gpu.is_cpu else BATCH_GPU
+
+
 def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
     """`batch`, lowered until the widest activation buffer (logits: batch x vocab f32) fits one binding."""
     row = 4 * max(cfg.vocab_size, cfg.ffn_dim, cfg.q_dim, cfg.dim)
