@@ -135,7 +135,8 @@ class GpuModel:
         if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
-        return None if kv is None else (all_logits, from_token, self.submit_every, self.fuse_norm, self.fuse_rope, self.fuse_store, kv)
+        fusions = (self.fuse_norm, self.fuse_rope, self.fuse_store)
+        return None if kv is None else (all_logits, from_token, self.submit_every, *fusions, kv)
 
     def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
