@@ -11,7 +11,7 @@ from ..errors import GpuLimitError
 from ..gpu.backend import GpuBackend
 from ..gpu.params import ParamCache
 from ..kv.api import KVCacheAPI
-from ..ops import argmax, rmsnorm, rope
+from ..ops import argmax, qkv_store, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
 
@@ -36,6 +36,17 @@ class Activations:
 
 
 HISTORY = 63  # steps one GPU-resident block may run between readbacks (its ids ride on one KV readback)
+
+
+# tokens per forward step unless the caller says: 512 on GPUs, where the tiled matmul then has workgroups
+# enough (H200: 10,327 prompt tok/s in 512-token steps, 4,940 in 128-token steps; bench/NOTES.md session
+# 10), 128 on CPU adapters (their kernels gain nothing from longer steps; the step's buffers stay small)
+BATCH_GPU, BATCH_CPU = 512, 128
+
+
+def default_batch(gpu: Any) -> int:
+    """The engine's tokens per step on `gpu` when the caller gives none."""
+    return BATCH_CPU if gpu.is_cpu else BATCH_GPU
 
 
 def fit_batch(batch: int, cfg: ModelConfig, max_binding_bytes: int) -> int:
@@ -69,6 +80,9 @@ class GpuModel:
         # GGML-normal RoPE (llama) in the fused QKV matmul's epilogue where the kernel can (GPUs; rope.wgsl's
         # arithmetic): one dispatch fewer per layer
         self.fuse_rope = True
+        # and the KV store in that epilogue too, for decode steps whose rows the cache stores as f32 (f32,
+        # q4res) where the adapter has 10 storage buffers per stage (ops.qkv_store): one dispatch fewer per layer
+        self.fuse_store = True
         self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
         self.replays = 0  # steps replayed so far
         self._tape: Any = None
@@ -121,7 +135,8 @@ class GpuModel:
         if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
-        return None if kv is None else (all_logits, from_token, self.submit_every, self.fuse_norm, self.fuse_rope, kv)
+        fusions = (self.fuse_norm, self.fuse_rope, self.fuse_store)
+        return None if kv is None else (all_logits, from_token, self.submit_every, *fusions, kv)
 
     def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
@@ -131,17 +146,25 @@ class GpuModel:
         for layer, lw in enumerate(self.w.layers):
             if self.submit_every and layer and layer % self.submit_every == 0:
                 g.flush()
-            roped = False
+            roped, stored = False, None
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm and RoPE in it, where the kernel can)
                 m = lw.qkv[0]
                 fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
                 roped = self.fuse_rope and not c.rope_neox and not c.qk_norm and mm.fuses_rope(m, t, c.head_dim)
                 if not fused:
                     rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
-                prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=c.rms_eps if fused else 0.0))
-                mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
-                            x_words=t * c.dim, norm=lw.attn_norm if fused else None,
-                            rope=(self.rope, c.head_dim) if roped else None)
+                eps = c.rms_eps if fused else 0.0
+                if roped and self.fuse_store and qkv_store.fuses(g, m, t, c.head_dim, c.q_dim):
+                    stored = self.cache.epilogue_rows(layer, pos, t)
+                if stored is not None:  # and the K/V rows straight into the cache: no store dispatch
+                    prm = self.params.block(qkv_store.params(m, c.dim, c.q_dim, c.kv_dim, eps, stored))
+                    qkv_store.dispatch(g, m, a.x if fused else a.xn, a.q, prm, stored,
+                                       norm=lw.attn_norm if fused else None, rope=(self.rope, c.head_dim))
+                else:
+                    prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=eps))
+                    mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
+                                x_words=t * c.dim, norm=lw.attn_norm if fused else None,
+                                rope=(self.rope, c.head_dim) if roped else None)
             else:
                 rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
@@ -149,7 +172,7 @@ class GpuModel:
             if not roped:
                 rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
                               qk_norm=c.qk_norm, head_dim=c.head_dim)
-            self.cache.append(layer, a.k, a.v, pos, t)
+            self.cache.append(layer, a.k, a.v, pos, t, stored=stored)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul (and the norm)

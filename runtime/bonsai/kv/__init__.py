@@ -30,6 +30,8 @@ Engine API (`api.KVCacheAPI`; all GPU buffers are the backend's; shapes row-majo
         # k_buf, v_buf: [n, n_kv_heads, head_dim] f32 written by the model (from offset 0).
         # Quantises on the GPU into the resident window(s) holding [pos, pos+n) and into a
         # staging area; the host master catches up at the next `sync_host()`.
+    rows = cache.epilogue_rows(layer, pos, 1)    # or: a QKV matmul writes the rows itself (ops.qkv_store)
+    cache.append(layer, k_buf, v_buf, pos, 1, stored=rows)  # then only the bookkeeping (rows not None)
     cache.sync_host()
         # ONE readback of every row appended since the last sync -> host master (bytes): the GPU
         # kernels' own output, grouped modes' quantised groups included (the host never quantises).

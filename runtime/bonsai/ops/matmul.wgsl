@@ -110,10 +110,11 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
     return o;
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+// The products of the workgroup's ROWS rows x TT tokens (the norm first where NORM), summed over the
+// row's lanes: part[li * TT + t] for the first lane of each row. Every entry point starts with it.
+fn product(wid: vec3<u32>, li: u32) {
     let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
-    let xs = p[4] / 4u; let ys = p[5]; let yo = p[6]; let xo = p[7] / 4u;
+    let xs = p[4] / 4u; let xo = p[7] / 4u;
     let lane = li % LANES;
     let r = wid.x * ROWS + li / LANES;
     let t0 = wid.y * TT;
@@ -182,6 +183,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             for (var t = 0u; t < TT; t++) { part[li * TT + t] += part[(li + stride) * TT + t]; }
         }
     }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    product(wid, li);
+    let n = p[0]; let nt = p[2]; let ys = p[5]; let yo = p[6];
+    let lane = li % LANES;
+    let r = wid.x * ROWS + li / LANES;
+    let t0 = wid.y * TT;
     if (OUT == 1u) {
         workgroupBarrier();
         if (lane == 0u && (li / LANES) % 2u == 0u && r + 1u < n) {
@@ -247,3 +257,5 @@ fn embed(@builtin(global_invocation_id) gid: vec3<u32>) {
         y[yi] = wv[v].x; y[yi + 1u] = wv[v].y; y[yi + 2u] = wv[v].z; y[yi + 3u] = wv[v].w;
     }
 }
+
+//#include "matmul_kv.wgsl"

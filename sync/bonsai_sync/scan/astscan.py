@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from ..facts import Facts, ImportFact
+from .astnodes import Fallback, int_of, ints_of, names_of, qualname, string_list
 from .vcompare import settle
 from .walker import _HINTS, _IMPORT_ERRORS, _OPEN_HINTS, _Ctx
 
@@ -16,10 +17,6 @@ from .walker import _HINTS, _IMPORT_ERRORS, _OPEN_HINTS, _Ctx
 MAX_DEPTH = 100
 _OPS: dict[type, Any] = {ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
                          ast.Eq: operator.eq, ast.NotEq: operator.ne}
-
-
-class _Fallback(Exception):
-    """A construct whose libcst reading this module does not reproduce: let libcst scan the file."""
 
 
 def scan_ast(text: str, target: tuple[int, int]) -> Facts | None:
@@ -37,7 +34,7 @@ def scan_ast(text: str, target: tuple[int, int]) -> Facts | None:
     walker = _Walker(text, target)
     try:
         walker.block(tree.body, _Ctx())
-    except _Fallback:
+    except Fallback:
         return None
     return Facts(imports=tuple(walker.imports), all_names=walker.all_names, bindings=frozenset(walker.bindings),
                  open_names="__getattr__" in walker.bindings or any(h in text for h in _OPEN_HINTS))
@@ -88,7 +85,7 @@ class _Walker:
             elif isinstance(stmt, ast.If):
                 self.if_(stmt, ctx)
             elif isinstance(stmt, (ast.Try, ast.TryStar)):
-                catches = any(_names(h.type) & _IMPORT_ERRORS for h in stmt.handlers)
+                catches = any(names_of(h.type) & _IMPORT_ERRORS for h in stmt.handlers)
                 self.block(stmt.body, _with(ctx, optional=ctx.optional or catches))
                 for handler in stmt.handlers:
                     self.block(handler.body, ctx)
@@ -99,7 +96,7 @@ class _Walker:
                     self.block(case.body, ctx)
             elif isinstance(stmt, (ast.For, ast.AsyncFor)):
                 self.targets(stmt.target, ctx)
-                values = _string_list(stmt.iter)
+                values = string_list(stmt.iter)
                 inner = _with(ctx, loops=ctx.loops + ((stmt.target.id, values),)) if (
                     isinstance(stmt.target, ast.Name) and values) else ctx
                 self.block(stmt.body, inner)
@@ -114,7 +111,7 @@ class _Walker:
                 self.block(stmt.orelse, ctx)
 
     def if_(self, stmt: ast.If, ctx: _Ctx) -> None:
-        guarded = _names(stmt.test) == {"TYPE_CHECKING"}
+        guarded = names_of(stmt.test) == {"TYPE_CHECKING"}
         live = None if guarded else self.decide(stmt.test)
         branch = ctx if live is not None or guarded else _with(ctx, conditional=True)
         if live is not False:
@@ -172,12 +169,12 @@ class _Walker:
             if not isinstance(target, ast.Name):
                 continue
             if target.id == "__all__" and not ctx.in_function:
-                found = _string_list(value)
+                found = string_list(value)
                 if isinstance(stmt, ast.AugAssign) and found is not None and self.all_names is not None:
                     found = self.all_names + found
                 self.all_names = found
                 continue
-            name = _qualname(value, self.aliases) if isinstance(value, (ast.Name, ast.Attribute)) else None
+            name = qualname(value, self.aliases) if isinstance(value, (ast.Name, ast.Attribute)) else None
             if name and name.startswith(("importlib", "os", "pathlib", "pkgutil")):
                 self.aliases[target.id] = name
             if not (ctx.in_function or ctx.in_class):
@@ -204,28 +201,28 @@ class _Walker:
     def compare(self, left: ast.expr, op_node: ast.cmpop, right: ast.expr) -> bool | None:
         op = _OPS.get(type(op_node))
         mine = self.version_value(left)
-        other = _ints(right)
+        other = ints_of(right)
         if op is None or mine is None or other is None:
             return None
         return settle(op, mine, other, self.target)
 
     def version_value(self, node: ast.expr) -> Any:
-        if _qualname(node, self.aliases) == "sys.version_info":
+        if qualname(node, self.aliases) == "sys.version_info":
             return "full"
-        if isinstance(node, ast.Attribute) and _qualname(node.value, self.aliases) == "sys.version_info":
+        if isinstance(node, ast.Attribute) and qualname(node.value, self.aliases) == "sys.version_info":
             return {"major": self.target[0], "minor": self.target[1]}.get(node.attr)
-        if isinstance(node, ast.Subscript) and _qualname(node.value, self.aliases) == "sys.version_info":
+        if isinstance(node, ast.Subscript) and qualname(node.value, self.aliases) == "sys.version_info":
             index = node.slice
             if isinstance(index, ast.Tuple):
-                raise _Fallback  # `[0,]` is one libcst element, `[0, 1]` two: ast cannot tell `[0,]` from `[(0,)]`
-            number = _int(index)
+                raise Fallback  # `[0,]` is one libcst element, `[0, 1]` two: ast cannot tell `[0,]` from `[(0,)]`
+            number = int_of(index)
             if number is not None:
                 return self.target[number] if number < 2 else None
             upper = index.upper if isinstance(index, ast.Slice) and index.lower is None and index.step is None else None
-            if upper is not None and _int(upper) is not None:
+            if upper is not None and int_of(upper) is not None:
                 token = ast.get_source_segment(self.text, upper) or ""
                 if token.strip("0123456789_"):
-                    raise _Fallback  # libcst reads the stop with int(text): `0x2` is an error there
+                    raise Fallback  # libcst reads the stop with int(text): `0x2` is an error there
                 stop = int(token)
                 return self.target[:stop] if stop <= 2 else None
         return None
@@ -235,68 +232,3 @@ def _with(ctx: _Ctx, **changes: Any) -> _Ctx:
     from dataclasses import replace
 
     return replace(ctx, **changes)
-
-
-def _qualname(expr: Any, aliases: dict[str, str]) -> str | None:
-    if isinstance(expr, ast.Name):
-        return aliases.get(expr.id, expr.id)
-    if isinstance(expr, ast.Attribute):
-        base = _qualname(expr.value, aliases)
-        return f"{base}.{expr.attr}" if base else None
-    return None
-
-
-def _int(node: Any) -> int | None:
-    """An int literal (libcst's Integer: never a bool, never signed)."""
-    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
-
-
-def _ints(node: ast.expr) -> tuple[int, ...] | int | None:
-    number = _int(node)
-    if number is not None:
-        return number
-    if isinstance(node, ast.Tuple):
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            raise _Fallback  # libcst reads `*3` as its value
-        values = [_int(e) for e in node.elts]
-        if all(v is not None for v in values):
-            return tuple(v for v in values if v is not None)
-    return None
-
-
-def _names(node: Any) -> set[str]:
-    """`walker._names`: libcst's bare names of a test or except clause, where a libcst node's `value`
-    that is a string is its token (a number's digits, a string's quotes: never a bare name)."""
-    if node is None:
-        return set()
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
-        elements = node.values if isinstance(node, ast.Dict) else node.elts
-        return set().union(*(_names(e.value if isinstance(e, ast.Starred) else e) for e in elements))
-    if isinstance(node, ast.Attribute):
-        return {node.attr}
-    if isinstance(node, ast.Name):
-        return {node.id}
-    if isinstance(node, ast.Constant):
-        if node.value is Ellipsis:
-            return set()
-        if isinstance(node.value, (str, bytes)):
-            raise _Fallback  # "a" "b" is one token in ast, a pair (with no `value`) in libcst
-        return {repr(node.value)}  # True, None, 3: one token each, never an identifier's text below
-    return set()
-
-
-def _string_list(node: ast.expr) -> tuple[str, ...] | None:
-    """`walker._string_list`: the literal strings of a tuple/list/set (a dict's values)."""
-    if isinstance(node, ast.Dict):
-        elements = list(node.values)  # libcst: a DictElement's value, a `**x` element's x
-    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        elements = [e.value if isinstance(e, ast.Starred) else e for e in node.elts]
-    else:
-        return None
-    values = [_literal(e) for e in elements]
-    return tuple(v for v in values if v is not None) if all(v is not None for v in values) else None
-
-
-def _literal(node: ast.expr) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-

@@ -93,3 +93,26 @@ def test_head_dims_above_the_workgroup_limit_use_the_serial_kernel(gpu):
     from bonsai.kv.attention.driver import default_variant
 
     assert default_variant(g, 128) == "serial" and default_variant(g, 64) in ("serial", "blocks")
+
+
+def test_the_storage_buffers_per_stage_are_read_from_the_device_or_taken_as_webgpus_default():
+    from bonsai.gpu.limits import browser_limits, native_limits
+
+    sizes = {"max-storage-buffer-binding-size": 1 << 27, "max-buffer-size": 1 << 28}
+    assert native_limits({**sizes, "max-storage-buffers-per-shader-stage": 10}).max_storage_buffers == 10
+    assert native_limits(sizes).max_storage_buffers == 8
+    assert browser_limits(type("JsLimits", (), {"maxStorageBuffersPerShaderStage": 12})()).max_storage_buffers == 12
+    assert browser_limits(object()).max_storage_buffers == 8
+
+
+@pytest.mark.parametrize("cpu,want", [(True, 128), (False, 512)])
+def test_the_engine_takes_512_tokens_a_step_on_a_gpu_and_128_on_a_cpu_adapter(gpu, tmp_path, monkeypatch, cpu, want):
+    """Without a `batch`, steps are as long as the adapter's kernels like them (forward.default_batch)."""
+    from bonsai.gpu.recorder import Recorder
+
+    monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: cpu))
+    path = write_tiny_gguf(tmp_path / "m.gguf", "llama", weight_type="Q8_0", dim=128, n_heads=2, n_kv_heads=1,
+                           head_dim=64, ffn_dim=128)
+    engine = load_engine(path, gpu=gpu, kv="f32", window=32, progress=False)
+    assert engine.batch == want
+    assert load_engine(path, gpu=gpu, kv="f32", window=32, batch=64, progress=False).batch == 64

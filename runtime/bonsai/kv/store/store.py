@@ -30,12 +30,14 @@ class Store:
         self.params = params or ParamCache(gpu)
         # f32 rows are copied by a workgroup per row (`main_f32`); rows to quantise by an invocation each
         self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
+        # grouped K: the per-channel scale (and min) must fit f16; a V residual: the same for V (0: no limit)
+        self.k_limit = k_limit(m.kf) if m.grouped else 0.0
+        self.v_limit = k_limit(m.vf) if m.v_residual else 0.0
         self.kernel, self.kernel_also = (gpu.kernel(
             __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main", HEAD_DIM=head_dim, N_KV=n_kv,
             ROTATE_K=m.rotate_k, ALSO=also,
             INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
-            K_LIMIT=f"{k_limit(m.kf) if m.grouped else 0.0:.1f}",  # grouped K: the per-channel scale (and min) must fit f16
-            V_LIMIT=f"{k_limit(m.vf) if m.v_residual else 0.0:.1f}", HALVES=self.halves,
+            K_LIMIT=f"{self.k_limit:.1f}", V_LIMIT=f"{self.v_limit:.1f}", HALVES=self.halves,
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
         ) for also in (False, self.f32_rows))
         self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice

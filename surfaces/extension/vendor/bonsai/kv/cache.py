@@ -2,9 +2,10 @@
 
 The pieces, each in its own module: `layout` (row words, window slots), `master` (the host copy,
 bytes laid out as slots), `staging` (rows on their way back from the GPU, one readback per sync),
-`slots` (resident windows and streaming), `residual` (grouped modes' newest, f32 group) and the
-attention driver (`attention.driver`). This class orders them: append records the store kernel and
-the scatter into slots, attend folds the windows, sync_host commits what came back.
+`slots` (resident windows and streaming), `residual` (grouped modes' newest, f32 group), `append`
+(recording appended rows: the store kernel, or a QKV matmul's epilogue, and the scatter into slots) and
+the attention driver (`attention.driver`). This class orders them: append records the rows, attend
+folds the windows, sync_host commits what came back.
 
 Pure Python, so the browser runs it too: the host only moves bytes, every row is quantised by the
 GPU kernels (grouped modes included). The API the engine uses is `bonsai.kv.KVCacheAPI`.
@@ -15,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..gpu.params import ParamCache, StepParams
+from .append import Appender
+from .epilogue import EpilogueRows
 from .errors import KVError
 from .format.modes import MODES, get_mode
 from .handover import Handover
@@ -100,61 +103,25 @@ class KVCache:
         self._handover: Handover | None = None  # made by the first `park`
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
+        self._appender = Appender(lay, self._staging, self._store, self._scatter, self._slots, self._mirrors,
+                                  self.residual, self.sync_host)
 
-    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
-        """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache."""
+    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, stored: EpilogueRows | None = None) -> None:
+        """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache.
+
+        stored: what `epilogue_rows(layer, pos, n)` returned, whose destinations the caller's QKV matmul
+        has written (k_buf and v_buf are not read then): only the bookkeeping after the store is left."""
+        if stored is None:
+            self._check_range(layer, pos, n)
+        self._appender.append(layer, k_buf, v_buf, pos, n, self.fuse_store, stored)
+
+    def epilogue_rows(self, layer: int, pos: int, n: int) -> EpilogueRows | None:
+        """Book the staging entry of appending [pos, pos+n) to `layer` and say where its rows and flags go,
+        for a QKV matmul that writes them in its epilogue (`bonsai.ops.qkv_store`) before `append(...,
+        stored=...)`; None (nothing booked) where the store kernel must run: not one position of f32 rows
+        with a second copy (`fuse_store`)."""
         self._check_range(layer, pos, n)
-        res = self.residual
-        if res is not None and pos - pos % self.layout.group != res.gpu_start[layer]:
-            self.sync_host()
-            res.restart(layer, pos, self._slots.get(layer, pos // self.window))
-        # chunks that fit the staging area; grouped modes also end a chunk where a K group ends, so each
-        # staging entry lies in one group and the group's quantised rows are booked right after it
-        start = 0
-        while start < n:
-            p = pos + start
-            stop = min(n, start + self._staging.positions)
-            if res is not None:
-                stop = min(stop, start + self.layout.group - p % self.layout.group)
-            self._append_chunk(layer, k_buf, v_buf, p, stop - start, start)
-            start = stop
-
-    def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int) -> None:
-        lay, stg = self.layout, self._staging
-        group_words = (lay.group + n) * (lay.k_words + lay.v_words) if self.residual is not None else 0
-        if not stg.room_for(n * (lay.stored_k_words + lay.stored_v_words) + group_words, 2 * n * lay.n_kv):
-            self.sync_host()
-        entry = stg.book_rows(layer, pos, n)
-        grouped, v_res = lay.mode.grouped, lay.mode.v_residual
-        res = self.residual
-        # one position of f32 rows: the store kernel also writes them where the scatter would copy them
-        # (the slot, or for K and V both grouped the residual), one dispatch instead of two
-        also = None
-        if self.fuse_store and n == 1 and self._store.f32_rows and (not grouped or v_res):
-            if res is None:
-                also = (self._slots.get(layer, pos // lay.window, entry),
-                        self._scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
-            else:
-                also = (res.bufs[layer], self._scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE))
-        self._store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
-        v_src = entry.word + n * lay.stored_k_words
-        p = pos
-        while p < pos + n:
-            win = p // lay.window
-            end = min(pos + n, (win + 1) * lay.window)
-            slot = self._slots.get(layer, win, entry)
-            # one dispatch in the compute pass (a buffer copy would end the pass): K and V rows -> slot
-            n_k = 0 if grouped else (end - p) * lay.k_words
-            n_v = 0 if v_res else (end - p) * lay.v_words
-            k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
-            if also is None:
-                self._scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
-                                     v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
-            self._mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
-            self._mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
-            p = end
-        if res is not None:
-            res.record_append(layer, entry, stg, lambda w: self._slots.get(layer, w, entry), copied=also is not None)
+        return self._appender.epilogue_rows(layer, pos, n, self.fuse_store)
 
     # ---- replaying a recorded step --------------------------------------------------------
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:

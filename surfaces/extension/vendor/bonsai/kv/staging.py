@@ -57,7 +57,10 @@ class Staging:
         self.capacity += layout.group * layout.n_layers * group_words  # a group filled by the step's first row
         self.flag_capacity = self.positions * layout.n_layers * 2 * n_kv
         self.buffer = gpu.buffer((self.capacity + self.flag_capacity) * 4 + ALSO_BYTES)
-        self.flags = gpu.buffer(self.flag_capacity * 4)
+        # then one scratch word per row of a position (2 * n_kv, from `scratch`): the QKV matmul's epilogue
+        # sums a row's flag parts there (bonsai.ops.qkv_store); zero between dispatches
+        self.scratch = self.flag_capacity
+        self.flags = gpu.buffer((self.flag_capacity + 2 * n_kv) * 4)
         self.pending: list[Entry] = []
         self.used_words = self.used_flags = 0
 

@@ -36,6 +36,7 @@ class Limits:
     max_groups: int = MAX_GROUPS  # maxComputeWorkgroupsPerDimension
     max_invocations: int = 256  # maxComputeInvocationsPerWorkgroup
     max_texture_rows: int = 8192  # maxTextureDimension2D: rows of a word texture
+    max_storage_buffers: int = 8  # maxStorageBuffersPerShaderStage (8: WebGPU's default)
 
     def check_buffer(self, nbytes: int) -> None:
         if nbytes > self.max_buffer_bytes:
@@ -59,7 +60,8 @@ def native_limits(device_limits: dict) -> Limits:
     return Limits(int(device_limits["max-storage-buffer-binding-size"]), int(device_limits["max-buffer-size"]),
                   int(device_limits.get("max-compute-workgroups-per-dimension", MAX_GROUPS)),
                   int(device_limits.get("max-compute-invocations-per-workgroup", 256)),
-                  int(device_limits.get("max-texture-dimension-2d", 8192)))
+                  int(device_limits.get("max-texture-dimension-2d", 8192)),
+                  int(device_limits.get("max-storage-buffers-per-shader-stage", 8)))
 
 
 def browser_limits(js_limits: object) -> Limits:
@@ -69,4 +71,4 @@ def browser_limits(js_limits: object) -> Limits:
 
     return Limits(get("maxStorageBufferBindingSize", 1 << 27), get("maxBufferSize", 1 << 28),
                   get("maxComputeWorkgroupsPerDimension", MAX_GROUPS), get("maxComputeInvocationsPerWorkgroup", 256),
-                  get("maxTextureDimension2D", 8192))
+                  get("maxTextureDimension2D", 8192), get("maxStorageBuffersPerShaderStage", 8))

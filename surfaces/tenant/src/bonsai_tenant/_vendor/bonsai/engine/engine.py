@@ -17,7 +17,7 @@ from ..gpu.backend import GpuBackend
 from ..kv import resolve_mode
 from ..kv.api import KVCacheAPI
 from . import warmup
-from .forward import HISTORY, GpuModel, fit_batch
+from .forward import HISTORY, GpuModel, default_batch, fit_batch
 from .recovery import LossWatch, is_device_lost
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
@@ -47,7 +47,7 @@ class Engine:
     """
 
     def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
-                 vram_budget: int | None = None, max_positions: int = 2048, batch: int = 128,
+                 vram_budget: int | None = None, max_positions: int = 2048, batch: int | None = None,
                  progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
                  resident_steps: int = 16, warm_up: bool = False) -> None:
         self.reader, self.cfg = reader, cfg
@@ -59,7 +59,8 @@ class Engine:
         # kv "auto": the adapter's default (bonsai.kv.default_mode: q4res on a GPU, f32 on a CPU adapter)
         self.kv_mode, self.window, self.vram_budget = resolve_mode(kv, gpu), window, vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
-        self.requested_batch = self.batch = batch
+        # tokens per step (None: `forward.default_batch`, 512 on a GPU, 128 on a CPU adapter)
+        self.requested_batch = self.batch = batch if batch is not None else default_batch(gpu)
         self.progress = progress
         self.pos = 0
         self.fed: list[int] = []  # the token ids at positions [0, pos): what the KV cache holds

@@ -10,8 +10,13 @@ class KVCacheAPI(Protocol):
 
     n_layers: int
 
-    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
-        """Store rows [pos, pos+n) from k_buf/v_buf ([n, n_kv, hd]) (recorded; the host catches up at sync)."""
+    def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, stored: Any = None) -> None:
+        """Store rows [pos, pos+n) from k_buf/v_buf ([n, n_kv, hd]) (recorded; the host catches up at sync);
+        stored: `epilogue_rows`' answer, whose destinations the caller has written instead."""
+
+    def epilogue_rows(self, layer: int, pos: int, n: int) -> Any:
+        """Book the rows' staging entry and say where a QKV matmul's epilogue writes them (`ops.qkv_store.KVRows`),
+        or None where the store kernel must run (`append` then)."""
 
     def attend(self, layer: int, q_buf: Any, out_buf: Any, pos_base: int, n_q: int, n_heads: int) -> None:
         """Record out[t] = causal attention of q[t] (position pos_base + t) over positions <= it."""
