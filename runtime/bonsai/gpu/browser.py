@@ -174,7 +174,7 @@ class BrowserGpu(Recorder):
     def _encode_copy_to_texture(self, encoder: Any, buf: Any, tex: WordTexture, first_row: int, rows: int,
                                 width: int) -> None:
         # A decode step copies x into a texture ~180 times: the three JS descriptors are built once per
-        # copy and reused (converting them each time was most of a replayed step's host time).
+        # copy and reused (converting them each time was about a third of a replayed step's host time).
         key = (id(buf), id(tex), first_row, rows, width)
         args = self._copy_args.get(key)
         if args is None:
