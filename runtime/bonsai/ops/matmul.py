@@ -120,7 +120,7 @@ _SPARES: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any, Any]] = weakref.Wea
 _TEXTURES: weakref.WeakKeyDictionary[Any, dict[int, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 
 
-def _spare(gpu: Any) -> tuple[Any, Any, Any, Any]:
+def spare_buffers(gpu: Any) -> tuple[Any, Any, Any, Any]:
     """Tiny buffers bound as y2/y3, the norm weights and the RoPE block when they are not used (auto layouts
     keep the bindings)."""
     if gpu not in _SPARES:
@@ -178,7 +178,7 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     rope: (rope.wgsl's parameter block for these tokens, head_dim): GGML-normal RoPE of the Q and K rows
     in the epilogue (out=OUT_SPLIT, only where `fuses_rope(m, t, head_dim)`).
     """
-    spare = _spare(gpu)
+    spare = spare_buffers(gpu)
     if out != OUT_SPLIT:
         y2, y3 = spare[:2]
     if norm is not None and not fuses_norm(m):

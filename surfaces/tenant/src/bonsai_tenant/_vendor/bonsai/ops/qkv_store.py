@@ -48,7 +48,7 @@ def dispatch(gpu: Any, m: mm.QMatrix, x: Any, q: Any, prm: Any, rows: KVRows, *,
              rope: tuple[Any, int]) -> None:
     """Record Q -> q and the K/V rows -> `rows` for one token of x; `prm` holds `params(...)`; norm: the RMSNorm
     weights fused in front (or None), rope: (rope.wgsl's parameter block, head_dim)."""
-    spare = mm._spare(gpu)
+    spare = mm.spare_buffers(gpu)
     kernel = mm.kernel(gpu, m, 1, entry="main_kv", out=mm.OUT_SPLIT, norm=norm is not None, rope_hd=rope[1])
     buffers = [m.buf, x, q, prm, rows.staging, rows.dst, spare[2] if norm is None else norm, rope[0], rows.flags,
                rows.dst_words]
