@@ -41,6 +41,6 @@ def test_the_fused_rope_gives_the_bits_of_the_rope_dispatch(engine):
 def test_a_fused_rope_at_the_wrong_position_is_caught(engine, monkeypatch):
     """Mutation: the epilogue takes the next token's angles (a position off by one after the first)."""
     plain = _run(engine, False)[0]
-    patch_shader(monkeypatch, engine.gpu, "matmul.wgsl", "let row = 12u + 2u * ((t0 + t) * (ROPE_HD / 2u) + pair);",
-                 "let row = 12u + 2u * ((t0 + t + 1u) * (ROPE_HD / 2u) + pair);")
+    patch_shader(monkeypatch, engine.gpu, "matmul.wgsl", "let row = 12u + 2u * (t * (ROPE_HD / 2u) + pair);",
+                 "let row = 12u + 2u * ((t + 1u) * (ROPE_HD / 2u) + pair);")
     assert not np.array_equal(_run(engine, True)[0], plain)

@@ -40,8 +40,8 @@ def test_rope_in_the_qkv_epilogue_gives_the_bits_of_the_rope_dispatch(gpu, t, po
 
 @pytest.mark.parametrize(("old", "new"), [
     ("if (r < n1 + n2) {  // a Q or K row pair", "if (r < n) {  // a Q or K row pair"),
-    ("store_split(r + 1u, t0 + t, a * s + b * c);", "store_split(r + 1u, t0 + t, b * s + a * c);"),
-    ("let row = 12u + 2u * ((t0 + t) * (ROPE_HD / 2u) + pair);", "let row = 12u + 2u * (t0 * (ROPE_HD / 2u) + pair);"),
+    ("return vec2<f32>(a * c - b * s, a * s + b * c);", "return vec2<f32>(a * c - b * s, b * s + a * c);"),
+    ("let row = 12u + 2u * (t * (ROPE_HD / 2u) + pair);", "let row = 12u + 2u * pair;"),
 ], ids=["V rows rotated too", "second row's terms swapped", "every token takes the first token's angles"])
 def test_a_wrong_rotation_in_the_epilogue_is_caught(gpu, monkeypatch, old, new):
     x = np.random.default_rng(9).standard_normal((5, COLS)).astype(np.float32)

@@ -185,6 +185,14 @@ fn product(wid: vec3<u32>, li: u32) {
     }
 }
 
+// ROPE: rows r, r + 1 (a Q or K pair; rows from n1 on are K) of token t, rotated by the token's cos/sin.
+fn rotated(r: u32, n1: u32, t: u32, a: f32, b: f32) -> vec2<f32> {
+    let pair = (select(r - n1, r, r < n1) % ROPE_HD) / 2u;
+    let row = 12u + 2u * (t * (ROPE_HD / 2u) + pair);
+    let c = bitcast<f32>(rp[row]); let s = bitcast<f32>(rp[row + 1u]);
+    return vec2<f32>(a * c - b * s, a * s + b * c);
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     product(wid, li);
@@ -214,11 +222,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     let a = part[li * TT + t];
                     let b = part[(li + LANES) * TT + t];
                     if (r < n1 + n2) {  // a Q or K row pair: rotated as rope.wgsl does
-                        let pair = (select(r - n1, r, r < n1) % ROPE_HD) / 2u;
-                        let row = 12u + 2u * ((t0 + t) * (ROPE_HD / 2u) + pair);
-                        let c = bitcast<f32>(rp[row]); let s = bitcast<f32>(rp[row + 1u]);
-                        store_split(r, t0 + t, a * c - b * s);
-                        store_split(r + 1u, t0 + t, a * s + b * c);
+                        let ab = rotated(r, n1, t0 + t, a, b);
+                        store_split(r, t0 + t, ab.x);
+                        store_split(r + 1u, t0 + t, ab.y);
                     } else {
                         store_split(r, t0 + t, a);
                         store_split(r + 1u, t0 + t, b);

@@ -49,11 +49,9 @@ fn main_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         var u = a;
         var w2 = b;
         if (r < n1 + n2) {  // a Q or K row pair: rotated as rope.wgsl does (and `main`)
-            let pair = (select(r - n1, r, r < n1) % ROPE_HD) / 2u;
-            let row = 12u + 2u * pair;
-            let c = bitcast<f32>(rp[row]); let s = bitcast<f32>(rp[row + 1u]);
-            u = a * c - b * s;
-            w2 = a * s + b * c;
+            let ab = rotated(r, n1, 0u, a, b);
+            u = ab.x;
+            w2 = ab.y;
         }
         if (r < n1) {
             y[r] = u;
