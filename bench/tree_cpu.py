@@ -1,4 +1,4 @@
-"""CPU seconds a process and its descendants have used (Linux /proc), sampled in a thread for time windows.
+"""CPU seconds a process and its descendants have used (psutil), sampled in a thread for time windows.
 
 Where the shared machine makes wall time noisy, CPU time says how much work a run took: the browser's is
 spread over Chromium's processes (SwiftShader runs in the GPU process, Pyodide in a renderer), so this
@@ -8,48 +8,28 @@ sums the whole tree. `CpuSampler(pid)` samples (wall clock, CPU seconds) every `
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from bisect import bisect_left
-from pathlib import Path
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds of `pid` and its reaped children) from /proc/pid/stat, or None if gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid ...
-    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
-    return int(fields[1]), (utime + stime + cutime + cstime) / _TICK
+import psutil
 
 
-def tree_pids(root: int) -> list[int]:
+def tree_processes(root: int) -> list[psutil.Process]:
     """`root` and every live descendant."""
-    parents = {int(pid): s[0] for pid in os.listdir("/proc") if pid.isdigit() and (s := _stat(pid)) is not None}
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, ()))
-    return found
+    top = psutil.Process(root)
+    return [top, *top.children(recursive=True)]
 
 
-def tree_cpu_s(root: int, pids: list[int] | None = None) -> float:
-    """CPU seconds used by `root` and its live descendants (`pids`, if known) plus the children they reaped."""
+def tree_cpu_s(root: int, procs: list[psutil.Process] | None = None) -> float:
+    """CPU seconds used by `root` and its live descendants (`procs`, if known) plus the children they reaped."""
     total = 0.0
-    for pid in pids if pids is not None else tree_pids(root):
-        stat = _stat(str(pid))
-        if stat is None:  # gone: its time left with it (or went to its parent's reaped-children count)
+    for proc in procs if procs is not None else tree_processes(root):
+        try:
+            t = proc.cpu_times()
+        except psutil.NoSuchProcess:  # gone: its time left with it (or went to its parent's reaped-children count)
             return tree_cpu_s(root)
-        total += stat[1]
+        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 
@@ -60,17 +40,17 @@ class CpuSampler:
         self.pid, self.period = pid, period
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
-        self._pids = tree_pids(pid)
-        self.samples.append((time.time(), tree_cpu_s(pid, self._pids)))  # the first one before any window
+        self._procs = tree_processes(pid)
+        self.samples.append((time.time(), tree_cpu_s(pid, self._procs)))  # the first one before any window
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        pids, found_at = self._pids, time.monotonic()
+        procs, found_at = self._procs, time.monotonic()
         while not self._stop.wait(self.period):
-            if time.monotonic() - found_at > 1.0:  # the full /proc scan costs ~7 ms: once a second
-                pids, found_at = tree_pids(self.pid), time.monotonic()
-            self.samples.append((time.time(), tree_cpu_s(self.pid, pids)))
+            if time.monotonic() - found_at > 1.0:  # finding the descendants scans /proc: once a second
+                procs, found_at = tree_processes(self.pid), time.monotonic()
+            self.samples.append((time.time(), tree_cpu_s(self.pid, procs)))
 
     def stop(self) -> None:
         """End the thread after one last sample (so a window that just closed is covered)."""
