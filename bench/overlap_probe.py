@@ -17,16 +17,9 @@ from pathlib import Path
 
 import numpy as np
 from results_file import write_results  # bench/, beside this script
+from wgsl_file import load_kernel
 
-from bonsai.gpu.backend import Kernel
 from bonsai.gpu.device import Gpu
-
-
-def busy_kernel(gpu: Gpu) -> Kernel:
-    code = (Path(__file__).parent / "overlap_probe.wgsl").read_text()
-    module = gpu.device.create_shader_module(label="overlap_probe", code=code)
-    pipeline = gpu.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
-    return Kernel("overlap_probe.wgsl", pipeline)
 
 
 def timed(gpu: Gpu, record, repeats: int) -> float:
@@ -57,7 +50,7 @@ def main() -> None:
         gpu.fill_page(page, data)
     dsts = [gpu.buffer(size) for _ in pages]
     work = gpu.buffer(a.groups * 64 * 4)
-    kernel = busy_kernel(gpu)
+    kernel = load_kernel(gpu, "overlap_probe.wgsl")
 
     def copies() -> None:
         for page, dst in zip(pages, dsts, strict=True):

@@ -13,26 +13,14 @@ import time
 
 import numpy as np
 from results_file import write_results
+from wgsl_file import load_kernel
 
 from bonsai.gpu.device import Gpu
 from bonsai.ops import matmul as mm
 from bonsai.ops import tiled
 from bonsai.ops.qtypes import qtype
 
-CHAINS, ITERS, WG = 8, 1024, 256
-FMA_SRC = f"""
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
-  var a0 = f32(g.x) * 1e-7; var a1 = a0 + 1.0; var a2 = a0 + 2.0; var a3 = a0 + 3.0;
-  var a4 = a0 + 4.0; var a5 = a0 + 5.0; var a6 = a0 + 6.0; var a7 = a0 + 7.0;
-  let m = 0.999; let c = 0.001;
-  for (var i = 0u; i < {ITERS}u; i++) {{
-    a0 = fma(a0, m, c); a1 = fma(a1, m, c); a2 = fma(a2, m, c); a3 = fma(a3, m, c);
-    a4 = fma(a4, m, c); a5 = fma(a5, m, c); a6 = fma(a6, m, c); a7 = fma(a7, m, c);
-  }}
-  out[g.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-}}"""
+CHAINS, ITERS, WG = 8, 1024, 256  # roofline_probe.wgsl: FMA chains (fixed there), steps, invocations
 # (name, rows, cols) of one layer's matmuls in SmolLM2-135M (gate/up interleaved in one matrix)
 SHAPES = [("qkv", 960, 576), ("wo", 576, 576), ("gate_up", 3072, 576), ("down", 576, 1536)]
 
@@ -55,16 +43,9 @@ def timed(gpu: Gpu, record, reps: int) -> float:
 
 
 def fma_peak(gpu: Gpu, groups: int, reps: int) -> dict:
-    dev = gpu.device
+    kernel = load_kernel(gpu, "roofline_probe.wgsl", WG=WG, ITERS=ITERS)
     buf = gpu.buffer(4 * WG * groups)
-    module = dev.create_shader_module(code=FMA_SRC)
-    pipe = dev.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
-    bg = dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": buf}}])
-
-    def record() -> None:
-        gpu._record(pipe, bg, (groups,))
-
-    s = timed(gpu, record, reps)
+    s = timed(gpu, lambda: gpu.dispatch(kernel, [buf], (groups,)), reps)
     flops = 2 * CHAINS * ITERS * WG * groups
     return {"kernel": f"FMA chains ({groups} x {WG} invocations)", "us": s * 1e6, "gflop_s": flops / s / 1e9}
 
