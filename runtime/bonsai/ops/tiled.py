@@ -2,8 +2,8 @@
 
 Prefill multiplies many tokens by the same weights; the matvec kernel (matmul.wgsl) decodes every weight
 again for each group of 8 tokens, the tiled kernel once per BN-token tile, from workgroup memory.
-`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture) matrices without a fused norm; decode steps keep
-the matvec.
+`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture) matrices
+without a fused norm; decode steps keep the matvec.
 """
 
 from __future__ import annotations
