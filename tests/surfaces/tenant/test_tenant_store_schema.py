@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 
 import pytest
 from bonsai_tenant.db_config import DatabaseSpec
@@ -74,6 +75,37 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
     spec = DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}")
     open_store(spec).close()
     assert sqlite3.connect(tmp_path / "state.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def writer_holding_a_new_file(path, seconds: float) -> threading.Timer:
+    """A second connection holding a new (not yet WAL) file's write lock, as a server that is creating
+    the schema does; it lets go after `seconds`. SQLite fails a journal-mode switch at once, without
+    waiting, while another connection holds that lock: two servers starting together hit this."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other_process (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(seconds, lambda: (holder.execute("COMMIT"), holder.close()))
+    release.start()
+    return release
+
+
+def test_a_server_starting_beside_one_creating_the_file_waits_for_its_lock(tmp_path):
+    release = writer_holding_a_new_file(tmp_path / "state.db", seconds=0.3)
+    try:
+        open_store(DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}")).close()
+    finally:
+        release.join()
+    assert sqlite3.connect(tmp_path / "state.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_a_lock_held_past_lock_timeout_is_one_line_naming_the_file(tmp_path):
+    release = writer_holding_a_new_file(tmp_path / "state.db", seconds=1.0)
+    try:
+        with pytest.raises(StoreError) as info:
+            open_store(DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}", lock_timeout=0.2))
+    finally:
+        release.join()
+    assert str(info.value) == f"{tmp_path / 'state.db'}: database is locked"
 
 
 def locked_requests(live_server, tmp_path) -> list[tuple[int, str]]:

@@ -3,7 +3,9 @@ its failures as one line that names the database."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +38,22 @@ def one_line(exc: BaseException) -> str:
     return text or type(inner).__name__
 
 
+def _switch_to_wal(cursor: Any, spec: DatabaseSpec) -> str:
+    """Put the file in WAL mode; the journal mode SQLite reports. Switching needs the file's exclusive
+    lock, and two connections switching a new file at once deadlock: SQLite then fails one at once
+    ("database is locked") without waiting, so the switch is retried until lock_timeout."""
+    deadline = time.monotonic() + spec.lock_timeout
+    pause = 0.005
+    while True:
+        try:
+            return str(cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.1)
+
+
 def _sqlite_engine(spec: DatabaseSpec) -> Engine:
     memory = make_url(spec.url).database in (None, "", ":memory:")
     options: dict[str, Any] = {"connect_args": {"timeout": spec.lock_timeout, "check_same_thread": False}}
@@ -49,8 +67,8 @@ def _sqlite_engine(spec: DatabaseSpec) -> Engine:
         cursor = dbapi_connection.cursor()
         if not memory:
             # WAL: readers never wait for the writer; several processes share the file safely
-            mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            mode = _switch_to_wal(cursor, spec)
+            if mode.lower() != "wal":
                 raise StoreError(f"{describe(spec)}: SQLite could not switch to WAL mode (got {mode!r})")
             cursor.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint, safe in WAL
         cursor.close()
