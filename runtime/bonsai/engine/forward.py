@@ -35,6 +35,7 @@ class Activations:
         #                                                         last row, then the resident loop's ids
 
 
+BATCH_SUBMIT_EVERY = 2  # layers per submit for batches (Forward.batch_submit_every)
 HISTORY = 63  # steps one GPU-resident block may run between readbacks (its ids ride on one KV readback)
 
 
@@ -73,6 +74,9 @@ class GpuModel:
         # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
         # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
         self.submit_every = 10
+        # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
+        # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
+        self.batch_submit_every = BATCH_SUBMIT_EVERY
         # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
         # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
         # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
@@ -143,8 +147,9 @@ class GpuModel:
         e = self.w.embed
         mm.dispatch_embed(g, e, a.token if from_token else a.ids, a.x, self.params.block(e.params(t, 0, c.dim)), t)
         norm_prm = self.params.block(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
+        every = self.submit_every if t == 1 else self.batch_submit_every
         for layer, lw in enumerate(self.w.layers):
-            if self.submit_every and layer and layer % self.submit_every == 0:
+            if every and layer and layer % every == 0:
                 g.flush()
             roped, stored = False, None
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm and RoPE in it, where the kernel can)

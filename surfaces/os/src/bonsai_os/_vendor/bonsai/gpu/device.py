@@ -208,8 +208,8 @@ class Gpu(Recorder):
         self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
         self.flush()
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
-        try:
-            return bytes(rb.read_mapped(0, span))[:size]
+        try:  # one copy out of the mapped range (read_mapped's own copy, then bytes(), then a slice: three)
+            return bytes(rb.read_mapped(0, span, copy=False)[:size])
         finally:
             rb.unmap()
 
