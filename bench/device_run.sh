@@ -15,6 +15,7 @@
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 #   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
 #   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
+#   bench/device_run.sh s11         # session 11: before/after alternating, prefill phases before/after, llama.cpp
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -61,6 +62,25 @@ s10)
   a after_block32 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --block 32 --label "after f32 1K, block 32"
   PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --prefill 512 --reps 20 \
       --out "$OUT/probe_prefill.json" 2>&1 | grep -iv warn | head -30
+  ;;
+s11)
+  # bench/device_run.sh s11 (carry .whl .gl .before .ll): before/after alternating (prefill 512 and decode at
+  # 1K, f32), the prefill step's phases before/after, llama.cpp at depth 1024
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512"
+  for round in 1 2; do
+    for side in before after; do
+      if [ $side = before ]; then P=$PWD/.site:$PWD/.before/runtime; B=.before/bench; else P=$AFTER; B=bench; fi
+      PYTHONPATH=$P timeout 100 python3 $B/decode_bench.py $K1 --prefill-repeats 3 --label "$side f32 1K" \
+          --out "$OUT/${side}_$round.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200
+    done
+  done
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$PWD/.site:$PWD/.before/runtime
+    PYTHONPATH=$P timeout 100 python3 bench/prefill_profile.py --model $M --top 12 --out "$OUT/phases_$side.json" \
+        2>&1 | grep -iv warn | cut -c1-160 | head -30
+  done
+  timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
