@@ -12,6 +12,7 @@ from bonsai.kv.format import codec as formats
 from bonsai.kv.format.codec import GROUP, store_rows
 from bonsai.kv.format.modes import MODES
 from bonsai.kv.store.store import GroupStore, Store
+from tests.helpers.shader_patch import patch_shader
 
 NEW_MODES = [m for m in MODES if m not in ("f32", "q4", "q4r")]
 
@@ -64,10 +65,8 @@ def test_store_kernel_matches_the_formats_for_every_mode(gpu, hd):
         assert np.array_equal(v, want_v), mode
 
 
-@pytest.mark.parametrize("fmt", ["c4", "c4a"])
-@pytest.mark.parametrize("hd", [64, 128])
-def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
-    G = formats.FORMATS[fmt].group
+def group_inputs(hd: int, G: int) -> np.ndarray:
+    """Two groups of f32 K rows [2G, 3, hd] with a zero, a constant, a subnormal and an offset channel."""
     rng = np.random.default_rng(hd + 1)
     x = (rng.standard_normal((2 * G, 3, hd)) * rng.uniform(1e-3, 50, (1, 3, hd))).astype(np.float32)
     x[:, 0, 5] = 0.0  # a zero channel
@@ -75,19 +74,47 @@ def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
     x[:, 1, 9] = np.float32(1e-40)  # a subnormal channel
     x[:, 1, 10] += 40  # an offset channel (where the min pays off)
     x[:, 2, :8] = np.float32(0.25) * np.resize(np.array([7, 0.5, 1.5, -2.5, 3.5, -6.5], np.float32), (2 * G, 1))
+    return x
+
+
+def group_kernel_output(gpu, x: np.ndarray, fmt: str) -> np.ndarray:
+    """group.wgsl's rows for the two groups of `x`, each written by its own dispatch."""
+    G, hd = formats.FORMATS[fmt].group, x.shape[2]
     gs = GroupStore(gpu, 3, hd, fmt=fmt)
     rw = gs.row_words
     src = gpu.upload(np.concatenate([np.zeros(5, np.float32), x.ravel()]))
     dst = gpu.buffer((2 * G * 3 * rw + 4) * 4)
     gs.record(src, 5, dst, 4)
     gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw)
-    got = np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * G, 3, rw)
+    return np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * G, 3, rw)
+
+
+@pytest.mark.parametrize("fmt", ["c4", "c4a"])
+@pytest.mark.parametrize("hd", [64, 128])
+def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
+    x = group_inputs(hd, formats.FORMATS[fmt].group)
+    got = group_kernel_output(gpu, x, fmt)
     want = formats.encode(x, fmt)
     assert np.array_equal(got, want)
     # the oracle can tell per-channel from per-row scales
     assert not np.array_equal(got[:, :, : hd // 8], formats.encode(x, "q4")[..., : hd // 8])
     span = (x.max(axis=0) - x.min(axis=0)).max() if fmt == "c4a" else 2 * np.abs(x).max(axis=0).max()
     assert np.abs(formats.decode(want, fmt) - x).max() <= span / 28 * 1.01
+
+
+@pytest.mark.parametrize(("fmt", "old", "new"), [
+    ("c4a", "    workgroupBarrier();\n    for (var wd", "    for (var wd"),
+    ("c4a", "lo = min(lo, x6); hi = max(hi, x6); lo = min(lo, x7);", "lo = min(lo, x6); hi = max(hi, x6); lo = min(lo, x6);"),
+    ("c4", "amax_bits = max(amax_bits, bitcast<u32>(x_at(g, t, d))", "amax_bits = max(amax_bits, bitcast<u32>(x_at(g, t / 2u, d))"),
+    ("c4a", "(code(x3, b + 3u) << 12u)", "(code(x3, b + 2u) << 12u)"),
+    ("c4", "dst[at + (d % CPR) / 2u] = sb[d] | (sb[d + 1u] << 16u);", "dst[at + (d % CPR) / 2u] = sb[d] | (sb[d] << 16u);"),
+], ids=["codes packed before the scales are shared", "a position left out of the range",
+        "half the positions in the largest magnitude", "a value coded with its neighbour's scale",
+        "a scale word with one channel's scale twice"])
+def test_a_broken_group_kernel_is_caught(gpu, monkeypatch, fmt, old, new):
+    x = group_inputs(64, formats.FORMATS[fmt].group)
+    patch_shader(monkeypatch, gpu, "group.wgsl", old, new)
+    assert not np.array_equal(group_kernel_output(gpu, x, fmt), formats.encode(x, fmt))
 
 
 def test_c4_scales_travel_with_their_group():

@@ -74,8 +74,7 @@ class GroupStore:
     def record(self, src: Any, src_word: int, dst: Any, dst_word: int) -> None:
         """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word."""
         params = self.params.get(src_word, dst_word, 0, 0)
-        n = self.n_kv * self.head_dim // 8
-        self.gpu.dispatch(self.kernel, [params, src, dst], (workgroups(n),))
+        self.gpu.dispatch(self.kernel, [params, src, dst], (self.n_kv,))  # a workgroup per KV head
 
 
 __all__ = ["MODES", "Store"]
