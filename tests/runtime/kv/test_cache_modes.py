@@ -115,6 +115,46 @@ def test_rewinding_into_a_quantised_group_restarts_its_residual_from_what_attent
         assert np.array_equal(cache.host_rows(0, "v")[G: 2 * G], want_v)
 
 
+def fill_two_layers(gpu, cache, k, v, start, n):
+    """Rows [start, start + n) appended to layers 0 and 1 as one engine step does: no sync in between."""
+    for layer in (0, 1):
+        fill(gpu, cache, layer, k, v, [n], pos=start)
+
+
+def test_a_prompt_fed_again_from_a_group_start_reads_nothing_back_until_the_sync(gpu, monkeypatch):
+    rng = np.random.default_rng(4)
+    k, v, k2, v2 = rows(rng, 160), rows(rng, 160), rows(rng, 160, 2), rows(rng, 160)
+    cache = KVCache(gpu, 2, N_KV, HD, 256, mode="q4res", window=128)
+    fill_two_layers(gpu, cache, k, v, 0, 134)
+    cache.sync_host()
+    reads = []
+    real_read = gpu.read
+    monkeypatch.setattr(gpu, "read", lambda *a, **kw: reads.append(a) or real_read(*a, **kw))
+    fill_two_layers(gpu, cache, k2, v2, 64, 80)  # back to group 1's start (quantised): nothing of it is kept
+    assert reads == []  # was: layer 1's restart synced layer 0's rows, a GPU round trip per layer
+    cache.sync_host()
+    fresh = KVCache(gpu, 2, N_KV, HD, 256, mode="q4res", window=128)
+    fill_two_layers(gpu, fresh, k, v, 0, 64)
+    fill_two_layers(gpu, fresh, k2, v2, 64, 80)
+    fresh.sync_host()
+    q = rng.standard_normal((1, N_HEADS, HD)).astype(np.float32)
+    for layer in (0, 1):
+        assert np.array_equal(cache.host_rows(layer, "k")[:128], fresh.host_rows(layer, "k")[:128])
+        assert np.array_equal(bits(cache.residual_rows(layer)[1][:16]), bits(fresh.residual_rows(layer)[1][:16]))
+        assert np.array_equal(bits(attend(gpu, cache, layer, q, 143)), bits(attend(gpu, fresh, layer, q, 143)))
+
+
+def test_a_rewind_over_rows_not_yet_synced_syncs_that_layer_first(gpu):
+    rng = np.random.default_rng(5)
+    k, v = rows(rng, 160), rows(rng, 160)
+    cache = KVCache(gpu, 2, N_KV, HD, 256, mode="q4res", window=128)
+    fill_two_layers(gpu, cache, k, v, 0, 134)  # not synced: the restart below must take these rows first
+    fill_two_layers(gpu, cache, k, v, 64, 10)
+    cache.sync_host()
+    assert cache.residual_rows(0)[0] == 64
+    assert np.array_equal(bits(cache.residual_rows(1)[1][:10]), bits(k[64:74]))
+
+
 def test_grouped_modes_refuse_unaligned_windows_and_oversized_k(gpu):
     with pytest.raises(KVError, match=f"multiple of {GROUP}"):
         KVCache(gpu, 1, N_KV, HD, 64, mode="kc4v4", window=24)

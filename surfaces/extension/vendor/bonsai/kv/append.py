@@ -21,9 +21,11 @@ class Appender:
     """The parts of one device's cache that appending rows records into."""
 
     def __init__(self, layout: Layout, staging: Staging, store: Store, scatter: Scatter, slots: Slots,
-                 mirrors: Mirrors, residual: Residual | None, sync_host: Callable[[], Any]) -> None:
+                 mirrors: Mirrors, residual: Residual | None, sync_host: Callable[[], Any],
+                 unsynced: Callable[[int], bool]) -> None:
         self.layout, self.staging, self.store, self.scatter = layout, staging, store, scatter
         self.slots, self.mirrors, self.residual, self.sync_host = slots, mirrors, residual, sync_host
+        self.unsynced = unsynced  # layer -> whether rows of it were staged or parked since the last sync
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, fuse: bool,
                stored: EpilogueRows | None) -> None:
@@ -60,7 +62,10 @@ class Appender:
     def _restart_residual(self, layer: int, pos: int) -> None:
         res = self.residual
         if res is not None and pos - pos % self.layout.group != res.gpu_start[layer]:
-            self.sync_host()
+            # the host's copy of this layer must be current; other layers' rows may wait (a prompt fed
+            # again would otherwise read back the layers before it, a GPU round trip per layer)
+            if self.unsynced(layer):
+                self.sync_host()
             res.restart(layer, pos, self.slots.get(layer, pos // self.layout.window))
 
     def _book(self, layer: int, pos: int, n: int) -> Entry:

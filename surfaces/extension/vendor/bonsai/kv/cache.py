@@ -104,7 +104,7 @@ class KVCache:
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
         self._appender = Appender(lay, self._staging, self._store, self._scatter, self._slots, self._mirrors,
-                                  self.residual, self.sync_host)
+                                  self.residual, self.sync_host, self._unsynced)
 
     def append(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, stored: EpilogueRows | None = None) -> None:
         """Store rows [pos, pos+n) from GPU buffers k_buf/v_buf ([n, n_kv, hd] f32) into the cache.
@@ -186,6 +186,11 @@ class KVCache:
         return self._handover
 
     # ---- the host master --------------------------------------------------------------------
+    def _unsynced(self, layer: int) -> bool:
+        """Whether rows of `layer` were staged or parked since the last sync (its host copy is behind)."""
+        parked = [e for entries, _ in self._handover.parked for e in entries] if self._handover is not None else []
+        return any(e.layer == layer for e in [*self._staging.pending, *parked])
+
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
         """One readback of every row appended since the last sync into the host master (parked steps
         first: two reads when rows were also staged after the last park).

@@ -120,13 +120,16 @@ class Residual:
 
     def restart(self, layer: int, pos: int, slot: Any) -> None:
         """Appending at `pos`, in group g0 = pos - pos % G, which the GPU residual does not hold (a rewind,
-        or the first append after a restore). Call with the host synced; `slot` holds g0's window."""
+        or the first append after a restore). Call with this layer's rows synced to the host; `slot` holds
+        g0's window."""
         lay = self.layout
         g0 = pos - pos % lay.group
         if g0 > self.host_start[layer]:
             raise KVError(f"layer {layer}: append at position {pos} skips positions {self.host_start[layer]}.."
                           f"{g0 - 1} of a grouped-K cache; append in order")
-        if g0 < self.host_start[layer]:  # a quantised group: decode it back, as attention read it
+        if pos == g0:  # the append starts the group: no earlier row of it is kept, nothing to bring back
+            self.host_start[layer] = g0
+        elif g0 < self.host_start[layer]:  # a quantised group: decode it back, as attention read it
             params = self.params.get(lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0), lay.n_kv, 0)
             self.gpu.dispatch(self.dequantise, [params, slot, slot, self.bufs[layer]],
                               (workgroups(lay.group * lay.n_kv),))
