@@ -64,21 +64,30 @@ s10)
       --out "$OUT/probe_prefill.json" 2>&1 | grep -iv warn | head -30
   ;;
 s11)
-  # bench/device_run.sh s11 (carry .whl .gl .before .ll): before/after alternating (prefill 512 and decode at
-  # 1K, f32), the prefill step's phases before/after, llama.cpp at depth 1024
+  # bench/device_run.sh s11 [KV] (carry .whl .gl .before .ll): before/after alternating (prefill 512 and decode at
+  # 1K, KV mode default f32), the prefill step's phases and the kernel probes (prefill 512, decode at 1K) before/after,
+  # llama.cpp at depth 1024
+  KV=${2:-f32}
   M=$(model_and_peer)
-  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512"
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --kv $KV"
   for round in 1 2; do
     for side in before after; do
       if [ $side = before ]; then P=$PWD/.site:$PWD/.before/runtime; B=.before/bench; else P=$AFTER; B=bench; fi
-      PYTHONPATH=$P timeout 100 python3 $B/decode_bench.py $K1 --prefill-repeats 3 --label "$side f32 1K" \
+      PYTHONPATH=$P timeout 100 python3 $B/decode_bench.py $K1 --prefill-repeats 3 --label "$side $KV 1K" \
           --out "$OUT/${side}_$round.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200
     done
   done
   for side in before after; do
     P=$AFTER; [ $side = before ] && P=$PWD/.site:$PWD/.before/runtime
-    PYTHONPATH=$P timeout 100 python3 bench/prefill_profile.py --model $M --top 12 --out "$OUT/phases_$side.json" \
+    PYTHONPATH=$P timeout 100 python3 bench/prefill_profile.py --model $M --kv $KV --top 12 --out "$OUT/phases_$side.json" \
         2>&1 | grep -iv warn | cut -c1-160 | head -30
+  done
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$PWD/.site:$PWD/.before/runtime
+    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv $KV --prefill 512 --reps 20 \
+        --out "$OUT/probe_$side.json" 2>&1 | grep -iv warn | head -8
+    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv $KV --context 1024 --reps 100 \
+        --out "$OUT/probe_decode_$side.json" 2>&1 | grep -iv warn | head -8
   done
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
