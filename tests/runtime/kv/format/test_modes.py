@@ -65,6 +65,53 @@ def test_store_kernel_matches_the_formats_for_every_mode(gpu, hd):
         assert np.array_equal(v, want_v), mode
 
 
+def flagged_rows(hd: int) -> tuple[np.ndarray, list[tuple[bool, bool]]]:
+    """Rows [6, 2, hd]: ordinary ones around a NaN, an inf and a 1e30 (head 1 of positions 1, 3, 5), and
+    per position (non-finite, huge) for head 1."""
+    x = np.random.default_rng(hd).standard_normal((6, 2, hd)).astype(np.float32)
+    x[1, 1, 7], x[3, 1, hd - 1], x[5, 1, 0] = np.nan, np.inf, 1e30
+    return x, [(False, False), (True, False), (False, False), (True, False), (False, False), (False, True)]
+
+
+def expected_flags(st: Store, rows: list[tuple[bool, bool]]) -> np.ndarray:
+    """The store kernel's flags for flagged_rows: 1 non-finite, else 2 where a scale (or the limit of rows
+    kept in f32 to quantise later) cannot hold the value, else 0; K rows then V rows."""
+    out = []
+    for fmt, limit in ((st.mode.k_store, st.k_limit), (st.mode.v_store, st.v_limit)):
+        huge = 2 if fmt.bits != 32 or limit > 0 else 0
+        out += [0 if h == 0 else (1 if bad else huge if big else 0) for bad, big in rows for h in (0, 1)]
+    return np.array(out, np.uint32)
+
+
+@pytest.mark.parametrize("hd", [64, 128])
+def test_store_kernel_flags_non_finite_and_unscalable_rows_in_every_mode(gpu, hd):
+    x, rows = flagged_rows(hd)
+    for mode in MODES:
+        st = Store(gpu, 2, hd, MODES[mode])
+        assert np.array_equal(gpu_store(gpu, mode, x, x)[2], expected_flags(st, rows)), mode
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("        flags[p.flag_base + r] = row_bad;\n    }\n}", "        flags[p.flag_base + r] = 0u;\n    }\n}"),
+    ("    workgroupBarrier();\n    if (li == 0u) { row_params(", "    if (li == 0u) { row_params("),
+    ("        var lo = xs[0];\n        var hi = xs[0];\n        for (var j = 1u;", "        var lo = xs[1];\n        var hi = xs[0];\n        for (var j = 1u;"),
+], ids=["quantised rows never flagged", "scales taken before the row is staged", "the row's first value left out of its min"])
+def test_a_broken_row_kernel_is_caught(gpu, monkeypatch, old, new):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((8, 2, 64)) * rng.uniform(0.1, 9, (8, 2, 1))).astype(np.float32)
+    x[:, :, 0] = -np.abs(x).max(axis=2) - 1  # each row's first value its min
+    bad, rows = flagged_rows(64)
+    patch_shader(monkeypatch, gpu, "store.wgsl", old, new)
+    caught = False
+    for mode in ("q4", "q4res", "kc4av4a", "k8v4"):
+        k, v, _ = gpu_store(gpu, mode, x, x[::-1].copy())
+        want_k, want_v = store_rows(MODES[mode], x, x[::-1].copy())
+        flags = gpu_store(gpu, mode, bad, bad)[2]
+        caught |= not (np.array_equal(k, want_k) and np.array_equal(v, want_v))
+        caught |= not np.array_equal(flags, expected_flags(Store(gpu, 2, 64, MODES[mode]), rows))
+    assert caught
+
+
 def group_inputs(hd: int, G: int) -> np.ndarray:
     """Two groups of f32 K rows [2G, 3, hd] with a zero, a constant, a subnormal and an offset channel."""
     rng = np.random.default_rng(hd + 1)

@@ -167,3 +167,115 @@ fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: 
         flags[p.flag_base + r] = bad;
     }
 }
+
+// Quantised rows without rotation, one workgroup per row: the row is staged in workgroup memory,
+// invocation 0 takes the flag and the scales in `main`'s order (the same comparisons in the same
+// sequence: the same bits), then invocation w packs value word w. The same words and flag as `main`,
+// whose one invocation per row keeps the row in a private array (on the H200 a q4res V group's 192
+// rows took 25 us that way, 6 ms of a 512-token prefill step: bench/NOTES.md session 11).
+var<workgroup> xs: array<f32, {{HEAD_DIM}}>;
+var<workgroup> row_scales: array<u32, {{HEAD_DIM}}>;  // asymmetric: [0] = scale | min << 16; else per block
+var<workgroup> row_bad: u32;
+
+fn row_params(bits: u32, block: u32, asym: bool, limit: f32) {
+    var bad = 0u;
+    for (var j = 0u; j < HD; j = j + 1u) {
+        if ((bitcast<u32>(xs[j]) & 0x7fffffffu) >= 0x7f800000u) { bad = 1u; }
+    }
+    if (bits == 32u) {  // f32 rows kept to quantise later (grouped K, a V residual): `main`'s limit check
+        for (var j = 0u; j < HD; j = j + 1u) {
+            if (bad == 0u && limit > 0.0 && abs(xs[j]) >= limit) { bad = 2u; }
+        }
+    } else if (asym) {
+        var lo = xs[0];
+        var hi = xs[0];
+        for (var j = 1u; j < HD; j = j + 1u) {
+            lo = min(lo, xs[j]);
+            hi = max(hi, xs[j]);
+        }
+        var sm = 0u;
+        if (bad == 0u) { sm = asym_params(lo, hi); }
+        if (sm == 0xffffffffu) {
+            bad = 2u;
+            sm = 0u;
+        }
+        row_scales[0] = sm;
+    } else {
+        let qmax = (1u << (bits - 1u)) - 1u;
+        for (var b = 0u; b < HD / block; b = b + 1u) {
+            var amax_bits = 0u;
+            for (var j = b * block; j < (b + 1u) * block; j = j + 1u) {
+                amax_bits = max(amax_bits, bitcast<u32>(xs[j]) & 0x7fffffffu);
+            }
+            let amax = bitcast<f32>(amax_bits);
+            var sb = 0u;
+            if (bad == 0u && amax >= f32(qmax) * 65520.0) { bad = 2u; }
+            if (bad == 0u) { sb = scale_bits(amax, f32(qmax)); }
+            row_scales[b] = sb;
+        }
+    }
+    row_bad = bad;
+}
+
+@compute @workgroup_size(64)
+fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+             @builtin(local_invocation_index) li: u32) {
+    let half_rows = p.n * N_KV;
+    let r = wid.y * nw.x + wid.x;
+    if (r >= HALVES * half_rows) { return; }
+    let is_v = r >= half_rows;
+    let src = (p.src_pos * N_KV + r % half_rows) * HD;
+    for (var j = li; j < HD; j = j + 64u) {
+        if (is_v) { xs[j] = v_src[src + j]; } else { xs[j] = k_src[src + j]; }
+    }
+    var bits = K_BITS;
+    var block = K_BLOCK;
+    var asym = K_ASYM;
+    var limit = K_LIMIT;
+    var out = p.dst_word + r * K_WORDS;
+    if (is_v) {
+        bits = V_BITS;
+        block = V_BLOCK;
+        asym = V_ASYM;
+        limit = V_LIMIT;
+        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
+    }
+    workgroupBarrier();
+    if (li == 0u) { row_params(bits, block, asym, limit); }
+    workgroupBarrier();
+    if (bits == 32u) {
+        for (var j = li; j < HD; j = j + 64u) { dst[out + j] = bitcast<u32>(xs[j]); }
+        if (li == 0u) { flags[p.flag_base + r] = row_bad; }
+        return;
+    }
+    let qmax = (1u << (bits - 1u)) - 1u;
+    let per = 32u / bits;
+    let value_words = HD / per;
+    for (var w = li; w < value_words; w = w + 64u) {
+        var word = 0u;
+        for (var i = 0u; i < per; i = i + 1u) {
+            let x = xs[w * per + i];
+            var code: u32;
+            if (asym) {
+                code = asym_code(x, row_scales[0]);
+            } else {
+                let sb = row_scales[(w * per + i) / block];
+                code = quant_code(x, sb, h2f(sb), qmax);
+            }
+            word = word | (code << (bits * i));
+        }
+        dst[out + w] = word;
+    }
+    if (li == 0u) {
+        if (asym) {
+            dst[out + value_words] = row_scales[0];
+        } else {
+            for (var b = 0u; b < HD / block; b = b + 2u) {
+                var scales = row_scales[b];
+                if (b + 1u < HD / block) { scales = scales | (row_scales[b + 1u] << 16u); }
+                dst[out + value_words + b / 2u] = scales;
+            }
+        }
+        flags[p.flag_base + r] = row_bad;
+    }
+}
