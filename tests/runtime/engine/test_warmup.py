@@ -74,10 +74,44 @@ def test_a_warm_up_without_the_tiled_batch_is_caught(gpu, tmp_path, monkeypatch)
     to the first request, and the count sees them."""
     monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
     monkeypatch.setattr(gpu, "_kernels", KernelCache())
-    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles: [2, 1])
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, full=False: [2, 1])
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
     assert tiled.MIN_TOKENS is not None and _first_request(engine) > 0
+
+
+def made_by_first_prefill(engine, n: int, monkeypatch) -> int:
+    """GPU buffers and bind groups a prefill of n tokens from position 0 creates."""
+    made = []
+    gpu_type = type(engine.gpu)
+    for name in ("_create_buffer", "_create_bind_group"):
+        real = getattr(gpu_type, name)
+        monkeypatch.setattr(gpu_type, name, lambda self, *a, _real=real, _name=name: made.append(_name) or _real(self, *a))
+    engine.prefill_argmax(PROMPT[:n])
+    return len(made)
+
+
+@pytest.mark.parametrize("kv", ["f32", "q4res"])
+def test_on_a_gpu_a_first_prompt_of_a_batch_finds_its_parameters_made(gpu, tmp_path, monkeypatch, kv):
+    """GPU adapters warm up with a whole batch: the first prompt of up to that many tokens creates no buffer
+    and no bind group (q4res's group kernels take several per 64 positions) but the two that depend on
+    its length: the parameter block of its last row's output matmul and that dispatch's bind group."""
+    monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv=kv, window=64, max_positions=256, batch=140, progress=False,
+                         warm_up=True)
+    assert made_by_first_prefill(engine, 140, monkeypatch) == 2
+
+
+def test_a_warm_up_of_short_steps_leaves_a_gpu_s_first_prompt_to_make_them(gpu, tmp_path, monkeypatch):
+    """Mutation: the CPU adapters' short warm-up on a GPU; the count sees what the first prompt makes."""
+    monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
+    real = warmup.step_lengths
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, full=False: real(batch, room, tiles))
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=256, batch=140, progress=False,
+                         warm_up=True)
+    assert made_by_first_prefill(engine, 140, monkeypatch) > 20
 
 
 def test_the_warm_up_leaves_no_trace(gpu, tmp_path):
@@ -98,4 +132,7 @@ def test_warm_up_steps_fit_the_positions_and_the_batch():
     assert warmup.step_lengths(4, 1000, True) == [4, 2, 1]
     assert warmup.step_lengths(1, 1000, True) == [1]
     assert warmup.step_lengths(128, least + 1, True) == [least, 1]
+    assert warmup.step_lengths(512, 1000, True, full=True) == [512, 2, 1]  # a GPU: a whole batch first
+    assert warmup.step_lengths(512, 300, True, full=True) == [297, 2, 1]
+    assert warmup.step_lengths(512, 1000, False, full=True) == [512, 2, 1]
     assert warmup.step_lengths(128, 2, True) == [2]

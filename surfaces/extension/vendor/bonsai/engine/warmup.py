@@ -5,7 +5,8 @@ shape: a batch of at least `tiled.MIN_TOKENS` tokens takes the tiled matmul, a s
 matvec for token groups, one token the matvec with the norm fused, the GPU-resident loop its parking
 kernels. Rather than list kernels here (and miss the next one someone adds), the warm-up runs one
 step of each shape on dummy tokens at the first positions of the empty cache, then forgets them: the
-kernels a request would compile are then in the device's cache.
+kernels a request would compile are then in the device's cache (on a GPU, with a whole first batch,
+the parameter blocks and bind groups of a first prompt's steps too).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from ..ops import tiled
 from .progress import Progress
 
 
-def step_lengths(batch: int, room: int, tiles: bool) -> list[int]:
+def step_lengths(batch: int, room: int, tiles: bool, full: bool = False) -> list[int]:
     """Token counts of the warm-up's steps within `room` positions: a batch that takes the tiled matmul
-    (where the matrices can: `tiles`), a short batch, one token."""
+    (where the matrices can: `tiles`), a short batch, one token. full: the first step is a whole batch
+    (as much of one as leaves room for the other two)."""
     big = max(2, min(batch, tiled.MIN_TOKENS or 2)) if tiles else 2
+    if full:
+        big = max(big, min(batch, room - 3))
     out: list[int] = []
     for n in dict.fromkeys((big, 2, 1)):
         if n <= batch and sum(out) + n <= room:
@@ -35,7 +39,11 @@ def warm_up(engine: Any) -> int:
     room = engine.max_positions - 2  # two more for the resident block
     layer = engine.weights.layers[0]  # a batch of MIN_TOKENS only where a matrix would take the tiled kernel
     tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS, False)
-    lengths = step_lengths(engine.batch, room, tiles)
+    # on a GPU the first step is a whole batch: a first prompt of up to that many tokens then also finds
+    # its steps' parameter blocks and bind groups made (q4res makes several per 64-position group: on the
+    # H200 its first request ran 2.2-2.6x slower than the next ones, bench/NOTES.md session 11); on a
+    # CPU adapter a whole batch would add seconds to every load
+    lengths = step_lengths(engine.batch, room, tiles, full=not gpu.is_cpu)
     resident = engine.resident_steps > 1 and bool(getattr(engine.cache, "can_park", False))
     with Progress("compiling kernels", len(lengths) + resident, enabled=engine.progress) as bar:
         for n in lengths:  # all rows' logits: the output matrix takes the batch's kernel too (`forward`)
