@@ -15,7 +15,8 @@
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 #   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
 #   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
-#   bench/device_run.sh s11         # session 11: before/after alternating, prefill phases before/after, llama.cpp
+#   bench/device_run.sh s11 [KV]    # session 11: before/after alternating, prefill phases before/after, llama.cpp
+#   bench/device_run.sh s11final    # session 11: f32 and q4res before/after alternating, Hugging Face, llama.cpp
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -89,6 +90,24 @@ s11)
     PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv $KV --context 1024 --reps 100 \
         --out "$OUT/probe_decode_$side.json" 2>&1 | grep -iv warn | head -8
   done
+  timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+s11final)
+  # bench/device_run.sh s11final (carry .whl .gl .before .ll; .before = the session's start): f32 and q4res
+  # before/after alternating, two rounds, at 1K; Hugging Face and llama.cpp at depth 1024 in the same call
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512"
+  for round in 1 2; do
+    for kv in f32 q4res; do
+      for side in before after; do
+        if [ $side = before ]; then P=$PWD/.site:$PWD/.before/runtime; B=.before/bench; else P=$AFTER; B=bench; fi
+        PYTHONPATH=$P timeout 100 python3 $B/decode_bench.py $K1 --kv $kv --prefill-repeats 3 --label "$side $kv 1K" \
+            --out "$OUT/${side}_${kv}_$round.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200
+      done
+    done
+  done
+  PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $K1 --hf --prefill-repeats 2 --label "after f32 1K" \
+      --out "$OUT/hf.json" 2>&1 | grep -i "bonsai GPU\|HF trans" | cut -c1-200
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 part)
