@@ -35,6 +35,15 @@ def _open_tab(browser: Chromium, url: str, timeout: float = 30) -> str:
     raise RuntimeError(f"no tab target for {url}")
 
 
+def read_once_granted(panel, seconds: float = 30) -> dict:
+    """The page reader's answer once the toolbar click's grant has reached the extension (it arrives
+    asynchronously: on a loaded machine the first read can come before it), or its last refusal."""
+    deadline = time.monotonic() + seconds
+    while "error" in (answer := panel.evaluate(READ, await_promise=True)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return answer
+
+
 def observe(browser: Chromium, base: str) -> dict:
     """What the side panel may read, step by step: at install, after the toolbar click on a first page, on a
     second page before and after the click there, and when it asks for every site without a gesture."""
@@ -43,14 +52,11 @@ def observe(browser: Chromium, base: str) -> dict:
         panel.wait_for("document.readyState === 'complete'", 60)
         seen["every_site"] = panel.evaluate(f"chrome.permissions.contains({EVERY_SITE})", await_promise=True)
         seen["origins"] = panel.evaluate("chrome.permissions.getAll().then(p => p.origins)", await_promise=True)
-        seen["first"] = panel.evaluate(READ, await_promise=True)
+        seen["first"] = read_once_granted(panel)
         second_tab = _open_tab(browser, f"{base}/second.html")  # now the active tab; Bonsai not clicked here
         seen["second_before_click"] = panel.evaluate(READ, await_promise=True)
         browser.browser_call("Extensions.triggerAction", {"id": browser.id, "targetId": second_tab})
-        deadline = time.monotonic() + 30
-        while "error" in (second := panel.evaluate(READ, await_promise=True)) and time.monotonic() < deadline:
-            time.sleep(0.2)  # the click reaches the extension asynchronously
-        seen["second_after_click"] = second
+        seen["second_after_click"] = read_once_granted(panel)
         seen["asked_without_gesture"] = panel.evaluate(
             "import('./ui/page_reader.js').then(m => m.allowAllSites()).then(String, e => e.message)", await_promise=True)
         seen["every_site_after"] = panel.evaluate(f"chrome.permissions.contains({EVERY_SITE})", await_promise=True)
