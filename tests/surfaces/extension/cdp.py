@@ -126,11 +126,12 @@ class Chromium:
                 time.sleep(0.2)
             if tab is None:
                 raise RuntimeError(f"no tab target for {page_url}")
-            clicked = 0.0
-            while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None:
+            clicked: float | None = None  # clicked at least once, even where the panel is already open (a
+            # session's earlier test left it open): the click is what lets the extension read this tab
+            while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None or clicked is None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the toolbar button opened no side panel")
-                if time.monotonic() - clicked > 3:  # a click while the worker or the tab is still starting is lost
+                if clicked is None or time.monotonic() - clicked > 3:  # a click while the worker or the tab is still starting is lost
                     self.browser_call("Extensions.triggerAction", {"id": self.id, "targetId": tab["targetId"]})
                     clicked = time.monotonic()
                 time.sleep(0.2)
