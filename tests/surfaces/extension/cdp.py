@@ -126,6 +126,10 @@ class Chromium:
                 time.sleep(0.2)
             if tab is None:
                 raise RuntimeError(f"no tab target for {page_url}")
+            with Page(page_target["webSocketDebuggerUrl"]) as opened:  # a click before the page commits is
+                # granted to the document the navigation then replaces (seen under load)
+                opened.wait_for(f"location.href === {json.dumps(page_url)} && document.readyState === 'complete'",
+                                timeout, f"{page_url} loaded")
             clicked: float | None = None  # clicked at least once, even where the panel is already open (a
             # session's earlier test left it open): the click is what lets the extension read this tab
             while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None or clicked is None:

@@ -10,6 +10,7 @@ import json
 import shutil
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -71,8 +72,19 @@ def pages(model_server) -> str:
     return base
 
 
-def test_pages_are_read_only_where_the_user_clicked_bonsai_and_every_site_is_asked_at_use(browser, pages):
-    seen = observe(browser, pages)
+def observe_in_a_new_browser(chromium_binary: str, extension: Path, base: str, profile: Path) -> dict:
+    """`observe` in a Chromium of its own, fresh from install: what other tests did in the session's
+    browser (its open panel, its tabs, their grants) cannot stand in for the clicks observed here."""
+    browser = Chromium(chromium_binary, extension, profile)
+    try:
+        return observe(browser, base)
+    finally:
+        browser.close()
+
+
+def test_pages_are_read_only_where_the_user_clicked_bonsai_and_every_site_is_asked_at_use(
+        chromium_binary, extension_dir, pages, tmp_path):
+    seen = observe_in_a_new_browser(chromium_binary, extension_dir, pages, tmp_path / "profile")
     assert seen["every_site"] is False and seen["origins"] == [], seen  # nothing at install
     assert seen["first"].get("title") == "First" and "alpha" in seen["first"].get("text", ""), seen
     refused = seen["second_before_click"].get("error", "")
@@ -88,9 +100,5 @@ def test_a_manifest_that_takes_every_site_at_install_is_caught(chromium_binary, 
     manifest = json.loads((mutant / "manifest.json").read_text())
     manifest["host_permissions"] = manifest.pop("optional_host_permissions")
     (mutant / "manifest.json").write_text(json.dumps(manifest))
-    browser = Chromium(chromium_binary, mutant, tmp_path / "profile")
-    try:
-        seen = observe(browser, pages)
-    finally:
-        browser.close()
+    seen = observe_in_a_new_browser(chromium_binary, mutant, pages, tmp_path / "profile")
     assert seen["every_site"] is True and "beta" in seen["second_before_click"].get("text", ""), seen
