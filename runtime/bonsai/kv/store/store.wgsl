@@ -1,5 +1,5 @@
 // Store K/V rows into the cache's row formats: f32 copy, or 8/4-bit per row / per block (spec:
-// bonsai/kv/format/codec.py). One invocation per row. Rows 0..n*N_KV-1 come from k_src (from position
+// bonsai/kv/format/codec.py). One workgroup per row. Rows 0..n*N_KV-1 come from k_src (from position
 // p.src_pos on), the next n*N_KV from v_src; K row r is written at dst[p.dst_word + r * K_WORDS ..],
 // V row r at dst[p.dst_word + n*N_KV*K_WORDS + r * V_WORDS ..], and flags[p.flag_base + row] gets
 // 0 (ok) | 1 (non-finite value) | 2 (a scale would overflow f16).
@@ -31,96 +31,9 @@ const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 
 //#include "../format/hadamard.wgsl"
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let half_rows = p.n * N_KV;
-    let r = gid.x;
-    if (r >= HALVES * half_rows) { return; }
-    let is_v = r >= half_rows;
-    let src = (p.src_pos * N_KV + r % half_rows) * HD;
-    var x: array<f32, {{HEAD_DIM}}>;
-    var bad = 0u;
-    for (var j = 0u; j < HD; j = j + 1u) {
-        var v: f32;
-        if (is_v) { v = v_src[src + j]; } else { v = k_src[src + j]; }
-        x[j] = v;
-        if ((bitcast<u32>(v) & 0x7fffffffu) >= 0x7f800000u) { bad = 1u; }
-    }
-    if (ROTATE_K && !is_v && bad == 0u) {
-        hadamard(&x);
-    }
-    var bits = K_BITS;
-    var block = K_BLOCK;
-    var out = p.dst_word + r * K_WORDS;
-    if (is_v) {
-        bits = V_BITS;
-        block = V_BLOCK;
-        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
-    }
-    if (bits == 32u) {
-        for (var j = 0u; j < HD; j = j + 1u) {
-            if (!is_v && bad == 0u && K_LIMIT > 0.0 && abs(x[j]) >= K_LIMIT) { bad = 2u; }
-            if (is_v && bad == 0u && V_LIMIT > 0.0 && abs(x[j]) >= V_LIMIT) { bad = 2u; }
-        }
-        for (var j = 0u; j < HD; j = j + 1u) { dst[out + j] = bitcast<u32>(x[j]); }
-        flags[p.flag_base + r] = bad;
-        return;
-    }
-    let qmax = (1u << (bits - 1u)) - 1u;
-    let per = 32u / bits;
-    let value_words = HD / per;
-    if ((is_v && V_ASYM) || (!is_v && K_ASYM)) {
-        var lo = x[0];
-        var hi = x[0];
-        for (var j = 1u; j < HD; j = j + 1u) {
-            lo = min(lo, x[j]);
-            hi = max(hi, x[j]);
-        }
-        var sm = 0u;
-        if (bad == 0u) { sm = asym_params(lo, hi); }
-        if (sm == 0xffffffffu) {
-            bad = 2u;
-            sm = 0u;
-        }
-        for (var w = 0u; w < value_words; w = w + 1u) {
-            var word = 0u;
-            for (var i = 0u; i < per; i = i + 1u) { word = word | (asym_code(x[w * per + i], sm) << (bits * i)); }
-            dst[out + w] = word;
-        }
-        dst[out + value_words] = sm;
-        flags[p.flag_base + r] = bad;
-        return;
-    }
-    var scales = 0u;
-    for (var b = 0u; b < HD / block; b = b + 1u) {
-        var amax_bits = 0u;
-        for (var j = b * block; j < (b + 1u) * block; j = j + 1u) {
-            amax_bits = max(amax_bits, bitcast<u32>(x[j]) & 0x7fffffffu);
-        }
-        let amax = bitcast<f32>(amax_bits);
-        var sb = 0u;
-        if (bad == 0u && amax >= f32(qmax) * 65520.0) { bad = 2u; }
-        if (bad == 0u) { sb = scale_bits(amax, f32(qmax)); }
-        let s = h2f(sb);
-        for (var w = b * block / per; w < (b + 1u) * block / per; w = w + 1u) {
-            var word = 0u;
-            for (var i = 0u; i < per; i = i + 1u) {
-                word = word | (quant_code(x[w * per + i], sb, s, qmax) << (bits * i));
-            }
-            dst[out + w] = word;
-        }
-        scales = scales | (sb << (16u * (b & 1u)));
-        if ((b & 1u) == 1u || b + 1u == HD / block) {
-            dst[out + value_words + b / 2u] = scales;
-            scales = 0u;
-        }
-    }
-    flags[p.flag_base + r] = bad;
-}
-
 // f32 rows (no rotation), one workgroup per row, invocation j copying values j, j + 64, ...: the same
-// words and the same flag as `main` (1: a non-finite value; else 2: a value at or above the limit),
-// without one invocation walking the row alone (bench/NOTES.md: 15 us of a decode step's 30 layers).
+// words and the same flag as `main_rows` (1: a non-finite value; else 2: a value at or above the limit),
+// with no invocation walking the row alone (bench/NOTES.md: that cost 15 us of a decode step's 30 layers).
 // ALSO: every word goes to dst2 as well, K rows from word d2.k and V rows from d2.v on (a per-step
 // parameter): the copy into the window slot (or the f32 residual) that scatter.wgsl would make next.
 const ALSO: bool = {{ALSO}};
@@ -168,21 +81,27 @@ fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: 
     }
 }
 
-// Quantised rows without rotation, one workgroup per row: the row is staged in workgroup memory,
-// invocation 0 takes the flag and the scales in `main`'s order (the same comparisons in the same
-// sequence: the same bits), then invocation w packs value word w. The same words and flag as `main`,
-// whose one invocation per row keeps the row in a private array (on the H200 a q4res V group's 192
-// rows took 25 us that way, 6 ms of a 512-token prefill step: bench/NOTES.md session 11).
+// Every other row, one workgroup per row: the row is staged in workgroup memory; invocation 0 flags it,
+// rotates it (q4r's K: a private copy through hadamard.wgsl, skipped for a flagged row) and takes its
+// scales, the codec's comparisons in the codec's order; then invocation w packs value word w. (One
+// invocation per row with the row in a private array, the kernel before it, took 25 us for a q4res V
+// group's 192 rows on the H200, 6 ms of a 512-token prefill step: bench/NOTES.md session 11.)
 var<workgroup> xs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> row_scales: array<u32, {{HEAD_DIM}}>;  // asymmetric: [0] = scale | min << 16; else per block
 var<workgroup> row_bad: u32;
 
-fn row_params(bits: u32, block: u32, asym: bool, limit: f32) {
+fn row_params(bits: u32, block: u32, asym: bool, limit: f32, rotate: bool) {
     var bad = 0u;
     for (var j = 0u; j < HD; j = j + 1u) {
         if ((bitcast<u32>(xs[j]) & 0x7fffffffu) >= 0x7f800000u) { bad = 1u; }
     }
-    if (bits == 32u) {  // f32 rows kept to quantise later (grouped K, a V residual): `main`'s limit check
+    if (rotate && bad == 0u) {
+        var x: array<f32, {{HEAD_DIM}}>;
+        for (var j = 0u; j < HD; j = j + 1u) { x[j] = xs[j]; }
+        hadamard(&x);
+        for (var j = 0u; j < HD; j = j + 1u) { xs[j] = x[j]; }
+    }
+    if (bits == 32u) {  // f32 rows kept to quantise later (grouped K, a V residual): flag the limit
         for (var j = 0u; j < HD; j = j + 1u) {
             if (bad == 0u && limit > 0.0 && abs(xs[j]) >= limit) { bad = 2u; }
         }
@@ -241,7 +160,7 @@ fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw:
         out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
     }
     workgroupBarrier();
-    if (li == 0u) { row_params(bits, block, asym, limit); }
+    if (li == 0u) { row_params(bits, block, asym, limit, ROTATE_K && !is_v); }
     workgroupBarrier();
     if (bits == 32u) {
         for (var j = li; j < HD; j = j + 64u) { dst[out + j] = bitcast<u32>(xs[j]); }

@@ -95,7 +95,9 @@ def test_store_kernel_flags_non_finite_and_unscalable_rows_in_every_mode(gpu, hd
     ("        flags[p.flag_base + r] = row_bad;\n    }\n}", "        flags[p.flag_base + r] = 0u;\n    }\n}"),
     ("    workgroupBarrier();\n    if (li == 0u) { row_params(", "    if (li == 0u) { row_params("),
     ("        var lo = xs[0];\n        var hi = xs[0];\n        for (var j = 1u;", "        var lo = xs[1];\n        var hi = xs[0];\n        for (var j = 1u;"),
-], ids=["quantised rows never flagged", "scales taken before the row is staged", "the row's first value left out of its min"])
+    ("    if (rotate && bad == 0u) {", "    if (false) {"),
+], ids=["quantised rows never flagged", "scales taken before the row is staged", "the row's first value left out of its min",
+        "q4r's K rows stored unrotated"])
 def test_a_broken_row_kernel_is_caught(gpu, monkeypatch, old, new):
     rng = np.random.default_rng(9)
     x = (rng.standard_normal((8, 2, 64)) * rng.uniform(0.1, 9, (8, 2, 1))).astype(np.float32)
@@ -103,7 +105,7 @@ def test_a_broken_row_kernel_is_caught(gpu, monkeypatch, old, new):
     bad, rows = flagged_rows(64)
     patch_shader(monkeypatch, gpu, "store.wgsl", old, new)
     caught = False
-    for mode in ("q4", "q4res", "kc4av4a", "k8v4"):
+    for mode in ("q4", "q4r", "q4res", "kc4av4a", "k8v4"):
         k, v, _ = gpu_store(gpu, mode, x, x[::-1].copy())
         want_k, want_v = store_rows(MODES[mode], x, x[::-1].copy())
         flags = gpu_store(gpu, mode, bad, bad)[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...gpu.limits import grid, workgroups
+from ...gpu.limits import grid
 from ...gpu.params import ParamCache, f32_literal
 from ..format.modes import MODES, Mode, get_mode
 from ..format.rows import FORMATS, RowFormat, format_constants
@@ -28,25 +28,20 @@ class Store:
         self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
         self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
-        # f32 rows are copied by a workgroup per row (`main_f32`), rows to quantise quantised by one
-        # (`main_rows`); rows to rotate and quantise by an invocation each (`main`)
+        # f32 rows are copied by a workgroup per row (`main_f32`); rows to rotate or quantise are quantised
+        # by one (`main_rows`)
         self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
         # grouped K: the per-channel scale (and min) must fit f16; a V residual: the same for V (0: no limit)
         self.k_limit = k_limit(m.kf) if m.grouped else 0.0
         self.v_limit = k_limit(m.vf) if m.v_residual else 0.0
         self.kernel, self.kernel_also = (gpu.kernel(
-            __package__, "store.wgsl", entry=self._entry(m), HEAD_DIM=head_dim, N_KV=n_kv,
+            __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main_rows", HEAD_DIM=head_dim, N_KV=n_kv,
             ROTATE_K=m.rotate_k, ALSO=also,
             INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
             K_LIMIT=f"{self.k_limit:.1f}", V_LIMIT=f"{self.v_limit:.1f}", HALVES=self.halves,
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
         ) for also in (False, self.f32_rows))
         self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
-
-    def _entry(self, m: Mode) -> str:
-        if self.f32_rows:
-            return "main_f32"
-        return "main" if m.rotate_k else "main_rows"
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
                src_pos: int = 0, also: tuple[Any, Any] | None = None) -> None:
@@ -59,8 +54,7 @@ class Store:
         if not self.f32_rows:
             if also is not None:
                 raise ValueError("Store.record(also=...): only f32 rows are copied twice")
-            groups = (workgroups(rows),) if self.mode.rotate_k else grid(rows)  # `main` or `main_rows`
-            self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], groups)
+            self.gpu.dispatch(self.kernel, [params, k_buf, v_buf, dst, flags], grid(rows))
             return
         kernel, (dst2, d2) = (self.kernel, self._spares) if also is None else (self.kernel_also, also)
         self.gpu.dispatch(kernel, [params, k_buf, v_buf, dst, flags, dst2, d2], grid(rows))
