@@ -68,6 +68,28 @@ def test_gpu_matmul_matches_float64_reference(gpu, name, t):
     assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
 
 
+@pytest.mark.parametrize("t", [1, 3])
+def test_a_tall_matrix_takes_fewer_lanes_and_matches_the_reference(gpu, monkeypatch, t):
+    """A matrix of TALL_ROWS rows (the output head's shape, scaled down) runs with TALL_LANES threads per row
+    and every row is within the reference's bound; the same matrix with 16 lanes gives other bits (the
+    reduction's order), so the tall path is the one that ran."""
+    monkeypatch.setattr(mm, "TALL_ROWS", 640)
+    rows, cols = 700, 576
+    raw = quantized("Q8_0", rows, cols, seed=40 + t)
+    x = np.random.default_rng(11).standard_normal((t, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q8_0"], rows, cols)
+    assert m.lanes == mm.TALL_LANES and mm.lanes_for(cols, QTYPES["Q8_0"]) == 16
+    got = host.matmul_run(gpu, m, x)
+    want = host.matmul_reference(raw, QTYPES["Q8_0"], rows, cols, x)
+    scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES["Q8_0"], cols).astype(np.float64)).T
+    assert np.all(np.abs(got - want) <= 1e-5 * scale + 1e-30)
+    if m.tex is None:  # the buffer kernel (the CPU kernel has no lanes)
+        monkeypatch.setattr(mm, "TALL_ROWS", 1 << 30)
+        wide = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q8_0"], rows, cols)
+        assert wide.lanes == 16
+        assert not np.array_equal(host.matmul_run(gpu, wide, x).view(np.uint32), got.view(np.uint32))
+
+
 def test_accumulate_adds_to_existing_output(gpu):
     raw = quantized("Q4_1", 8, 64, seed=2)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], 8, 64)

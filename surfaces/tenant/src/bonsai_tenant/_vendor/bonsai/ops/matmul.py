@@ -25,13 +25,20 @@ from .qtypes import QType
 WG = 64
 
 
-def lanes_for(k: int, q: QType) -> int:
-    """Threads per row: enough to cover the row's 32-weight chunks without idling most of them."""
+# A matrix of at least TALL_ROWS rows gets TALL_LANES threads per row: with 16 the default model's 49,152-row
+# output head was 12,288 workgroups and took 89-90 us a decode step on the H200, with 2 lanes 33-35 us (4: 48,
+# 1: 36); the layers' 576-3,072-row matrices are fastest with 16 (bench/NOTES.md, session 12).
+TALL_ROWS, TALL_LANES = 16384, 2
+
+
+def lanes_for(k: int, q: QType, rows: int = 0) -> int:
+    """Threads per row: enough to cover the row's 32-weight chunks without idling most of them (TALL_LANES
+    for a matrix of TALL_ROWS rows or more)."""
     chunks = k // 32
     lanes = 1
     while lanes < 16 and lanes * 2 <= chunks:
         lanes *= 2
-    return lanes
+    return min(lanes, TALL_LANES) if rows >= TALL_ROWS else lanes
 
 
 # CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
@@ -74,7 +81,7 @@ class QMatrix:
     @cached_property
     def lanes(self) -> int:
         """Threads per row in the matmul kernel (`lanes_for`), computed once: it is read every dispatch."""
-        return lanes_for(self.cols, self.qtype)
+        return lanes_for(self.cols, self.qtype, self.rows)
 
 
 def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str = "",
