@@ -17,6 +17,9 @@
 #   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
 #   bench/device_run.sh s11 [KV]    # session 11: before/after alternating, prefill phases before/after, llama.cpp
 #   bench/device_run.sh s11final    # session 11: f32 and q4res before/after alternating, Hugging Face, llama.cpp
+#   bench/device_run.sh s12         # session 12: q4res fold probes before/after, f32 and q4res decode alternating, llama.cpp
+#   bench/device_run.sh var [KV]    # the decode step's attention kernels (or GREP) of each patched tree in .var/NAME/runtime
+#   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
@@ -109,6 +112,45 @@ s11final)
   PYTHONPATH=$AFTER timeout 150 python3 bench/decode_bench.py $K1 --hf --prefill-repeats 2 --label "after f32 1K" \
       --out "$OUT/hf.json" 2>&1 | grep -i "bonsai GPU\|HF trans" | cut -c1-200
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+s12)
+  # bench/device_run.sh s12 (carry .whl .gl .before .ll; .before = the session's start): the decode step's kernels
+  # (q4res) before/after, then f32 and q4res before/after alternating, two rounds, decode at 1K; llama.cpp tg at d1024
+  M=$(model_and_peer)
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$PWD/.site:$PWD/.before/runtime
+    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --context 1024 --reps 100 \
+        --out "$OUT/probe_q4res_$side.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$side: /" | cut -c1-160
+  done
+  for round in 1 2; do
+    for kv in f32 q4res; do
+      quick_decode "$PWD/.site:$PWD/.before/runtime" "before_${kv}_$round" 1024 --kv $kv --label "before $kv r$round"
+      quick_decode "$AFTER" "after_${kv}_$round" 1024 --kv $kv --label "after $kv r$round"
+    done
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+var)
+  # bench/device_run.sh var [KV] (carry .whl .gl .var): patched copies of the runtime (.var/NAME/runtime), each one's
+  # decode step at 1K by kernel, two rounds interleaved
+  M=$(model_and_peer)
+  for round in 1 2; do
+    for d in .var/*/; do
+      name=$(basename "$d")
+      PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "${2:-q4res}" --context 1024 \
+          --reps 100 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
+    done
+  done
+  ;;
+probe)
+  # bench/device_run.sh probe (carry .whl .gl .ll): per-kernel GPU time of a decode step at 1K, one decode row, the peer
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv --context 1024 --reps 100 \
+        --out "$OUT/probe_decode_$kv.json" 2>&1 | grep -iv warn | head -24
+  done
+  quick_decode "$AFTER" decode_f32 1024 --label "f32 1K"
+  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
