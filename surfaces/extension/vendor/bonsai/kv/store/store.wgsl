@@ -31,6 +31,17 @@ const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 
 //#include "../format/hadamard.wgsl"
 
+// Row r of a dispatch over HALVES * n * N_KV rows (K rows, then V rows): where its values come from (the
+// first float in k_src / v_src) and where it is written (its first word in dst). Both entries use these.
+fn half_rows() -> u32 { return p.n * N_KV; }
+
+fn row_src(r: u32) -> u32 { return (p.src_pos * N_KV + r % half_rows()) * HD; }
+
+fn row_dst(r: u32) -> u32 {
+    if (r >= half_rows()) { return p.dst_word + half_rows() * K_WORDS + (r - half_rows()) * V_WORDS; }
+    return p.dst_word + r * K_WORDS;
+}
+
 // f32 rows (no rotation), one workgroup per row, invocation j copying values j, j + 64, ...: the same
 // words and the same flag as `main_rows` (1: a non-finite value; else 2: a value at or above the limit),
 // with no invocation walking the row alone (bench/NOTES.md: that cost 15 us of a decode step's 30 layers).
@@ -46,17 +57,15 @@ var<workgroup> over_limit: atomic<u32>;
 @compute @workgroup_size(64)
 fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
             @builtin(local_invocation_index) li: u32) {
-    let half_rows = p.n * N_KV;
     let r = wid.y * nw.x + wid.x;
-    if (r >= HALVES * half_rows) { return; }
-    let is_v = r >= half_rows;
-    let src = (p.src_pos * N_KV + r % half_rows) * HD;
-    var out = p.dst_word + r * K_WORDS;
+    if (r >= HALVES * half_rows()) { return; }
+    let is_v = r >= half_rows();
+    let src = row_src(r);
+    let out = row_dst(r);
     var out2 = d2.k + r * K_WORDS;
     var limit = K_LIMIT;
     if (is_v) {
-        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
-        out2 = d2.v + (r - half_rows) * V_WORDS;
+        out2 = d2.v + (r - half_rows()) * V_WORDS;
         limit = V_LIMIT;
     }
     if (li == 0u) {
@@ -139,11 +148,10 @@ fn row_params(bits: u32, block: u32, asym: bool, limit: f32, rotate: bool) {
 @compute @workgroup_size(64)
 fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
              @builtin(local_invocation_index) li: u32) {
-    let half_rows = p.n * N_KV;
     let r = wid.y * nw.x + wid.x;
-    if (r >= HALVES * half_rows) { return; }
-    let is_v = r >= half_rows;
-    let src = (p.src_pos * N_KV + r % half_rows) * HD;
+    if (r >= HALVES * half_rows()) { return; }
+    let is_v = r >= half_rows();
+    let src = row_src(r);
     for (var j = li; j < HD; j = j + 64u) {
         if (is_v) { xs[j] = v_src[src + j]; } else { xs[j] = k_src[src + j]; }
     }
@@ -151,13 +159,12 @@ fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw:
     var block = K_BLOCK;
     var asym = K_ASYM;
     var limit = K_LIMIT;
-    var out = p.dst_word + r * K_WORDS;
+    let out = row_dst(r);
     if (is_v) {
         bits = V_BITS;
         block = V_BLOCK;
         asym = V_ASYM;
         limit = V_LIMIT;
-        out = p.dst_word + half_rows * K_WORDS + (r - half_rows) * V_WORDS;
     }
     workgroupBarrier();
     if (li == 0u) { row_params(bits, block, asym, limit, ROTATE_K && !is_v); }
