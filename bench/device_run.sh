@@ -19,6 +19,7 @@
 #   bench/device_run.sh s11final    # session 11: f32 and q4res before/after alternating, Hugging Face, llama.cpp
 #   bench/device_run.sh s12         # session 12: q4res fold probes before/after, f32 and q4res decode alternating, llama.cpp
 #   bench/device_run.sh var [KV]    # the decode step's attention kernels (or GREP) of each patched tree in .var/NAME/runtime
+#   bench/device_run.sh final12     # session 12's head: f32 (with Hugging Face) and q4res at 1K, llama.cpp at depth 1024
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -141,6 +142,17 @@ var)
           --reps 100 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
     done
   done
+  ;;
+final12)
+  # bench/device_run.sh final12 (carry .whl .gl .ll): this tree's decode and prefill at 1K, f32 beside Hugging Face,
+  # q4res, and llama.cpp (pp512 and tg128 at depth 1024), one call
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
+  PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py $K1 --hf --label "f32 1K" --out "$OUT/final_f32.json" 2>&1 \
+      | grep -i "bonsai GPU\|HF trans" | cut -c1-200
+  PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --kv q4res --label "q4res 1K" --out "$OUT/final_q4res.json" \
+      2>&1 | grep -i "bonsai GPU" | cut -c1-200
+  timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 probe)
   # bench/device_run.sh probe (carry .whl .gl .ll): per-kernel GPU time of a decode step at 1K, one decode row, the peer
