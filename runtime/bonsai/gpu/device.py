@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
 from . import pass_ops
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, WordTexture, round_up
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, T, WordTexture, round_up
 from .limits import native_limits
 from .recorder import Recorder
 from .transfer import HostPage, StagingRing
@@ -188,19 +189,24 @@ class Gpu(Recorder):
         buffer costs the driver a new block. Measured on the H200: 36-46 ms per round trip instead of
         0.17 ms with 64 MiB of pages (`bench/readback_probe.py`).
         """
-        self._untaped()
-        return self._read_after_recorded(buf, buf.size - offset if nbytes is None else nbytes, offset)
+        return self.read_with(buf, buf.size - offset if nbytes is None else nbytes, bytes, offset)
 
-    def _read_after_recorded(self, buf: Any, size: int, offset: int) -> bytes:
-        """`size` bytes of `buf` from `offset`, after everything recorded so far: the copy into the
+    def read_with(self, buf: Any, nbytes: int, use: Callable[[memoryview], T], offset: int = 0) -> T:
+        """`use` applied to the mapped readback memory itself (`read`'s round trip, no copy out of it):
+        the view is valid only inside the call."""
+        self._untaped()
+        return self._read_after_recorded(buf, nbytes, offset, use)
+
+    def _read_after_recorded(self, buf: Any, size: int, offset: int, use: Callable[[memoryview], T]) -> T:
+        """`use` of `size` bytes of `buf` from `offset`, after everything recorded so far: the copy into the
         readback buffer goes into the open encoder, so the read costs one submit, not two."""
         span = round_up(size, 4)
         if span == 0:
             self.flush()
-            return b""
+            return use(memoryview(b""))
         if span > READBACK_MAX:
             self.flush()
-            return bytes(self.queue.read_buffer(buf, offset, span))[:size]
+            return use(memoryview(self.queue.read_buffer(buf, offset, span))[:size])
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
         rb = self._readback
@@ -208,8 +214,8 @@ class Gpu(Recorder):
         self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
         self.flush()
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
-        try:  # one copy out of the mapped range (read_mapped's own copy, then bytes(), then a slice: three)
-            return bytes(rb.read_mapped(0, span, copy=False)[:size])
+        try:  # the mapped range itself (read_mapped's own copy, bytes() and a slice would be three)
+            return use(rb.read_mapped(0, span, copy=False)[:size])
         finally:
             rb.unmap()
 
@@ -221,7 +227,7 @@ class Gpu(Recorder):
         """Block until the queue is idle (wgpu 0.32's on_submitted_work_done_sync is broken)."""
         if not hasattr(self, "_sync_buf"):
             self._sync_buf = self.buffer(16)
-        self._read_after_recorded(self._sync_buf, 4, 0)
+        self._read_after_recorded(self._sync_buf, 4, 0, bytes)
 
     # ---- the Recorder's calls on wgpu-py ---------------------------------------------------
     def _create_buffer(self, nbytes: int, uniform: bool) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 from ..gpu.backend import round_up
 from .errors import KVError
 from .layout import Layout
-from .staging import ALSO_BYTES, Entry, Staging
+from .staging import ALSO_BYTES, Entry, Rows, Staging
 from .store.scatter import Scatter
 
 ROWS_ROLE, FLAGS_ROLE = "park_rows", "park_flags"  # step-parameter roles of the two scatters
@@ -64,7 +64,7 @@ class Handover:
         self.parked.append((pending, rows))
         self.rows_used += words
 
-    def readback(self, also: tuple[Any, int] | None) -> tuple[list[tuple[Entry, memoryview, memoryview]], bytes]:
+    def readback(self, also: tuple[Any, int] | None) -> tuple[list[Rows], bytes]:
         """Every parked step's (entry, K rows, V rows), in booking order, and the `also` bytes: one read of
         the flag slots and the rows parked (not the room a step could have used)."""
         tail = (self.rows_at + self.rows_used) * 4

@@ -90,12 +90,12 @@ def _handover_bytes_read(engine, monkeypatch) -> tuple[int, int]:
     real = Handover.readback
 
     def spy(self, also):
-        real_read = self.gpu.read
-        self.gpu.read = lambda buf, n=None, off=0: read.append(n) or real_read(buf, n, off)
+        real_read = self.gpu.read_with  # every read goes through it
+        self.gpu.read_with = lambda buf, n, use, off=0: read.append(n) or real_read(buf, n, use, off)
         try:
             return real(self, also)
         finally:
-            del self.gpu.read
+            del self.gpu.read_with
 
     monkeypatch.setattr(Handover, "readback", spy)
     _run(engine, 16)

@@ -47,7 +47,7 @@ def test_repeated_reads_make_no_buffer(gpu, monkeypatch):
 def test_reading_through_wgpu_py_s_read_buffer_is_caught(gpu, monkeypatch):
     # mutation: read = queue.read_buffer (a temporary mappable buffer per read)
     monkeypatch.setattr(type(gpu), "_read_after_recorded",
-                        lambda self, buf, size, offset: self.flush() or bytes(self.queue.read_buffer(buf, offset, size)))
+                        lambda self, buf, size, offset, use: self.flush() or use(self.queue.read_buffer(buf, offset, size)))
     with pytest.raises(AssertionError):
         test_repeated_reads_make_no_buffer(gpu, monkeypatch)
 

@@ -123,8 +123,8 @@ def test_a_decode_step_costs_one_readback_and_attends_before_the_sync(gpu, monke
             fill(gpu, cache, layer, k, v, [19])
         cache.sync_host()
         reads = []
-        real_read = gpu.read
-        monkeypatch.setattr(gpu, "read", lambda *a, _r=reads, _f=real_read, **kw: _r.append(a) or _f(*a, **kw))
+        real_read = gpu.read_with  # every read goes through it
+        monkeypatch.setattr(gpu, "read_with", lambda *a, _r=reads, _f=real_read, **kw: _r.append(a) or _f(*a, **kw))
         q_buf, out = gpu.upload(q), gpu.buffer(q.nbytes)
         for layer in range(LAYERS):  # one decode step: append position 19, attend over 0..19
             cache.append(layer, gpu.upload(k[19:]), gpu.upload(v[19:]), 19, 1)

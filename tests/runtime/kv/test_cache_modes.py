@@ -128,8 +128,8 @@ def test_a_prompt_fed_again_from_a_group_start_reads_nothing_back_until_the_sync
     fill_two_layers(gpu, cache, k, v, 0, 134)
     cache.sync_host()
     reads = []
-    real_read = gpu.read
-    monkeypatch.setattr(gpu, "read", lambda *a, **kw: reads.append(a) or real_read(*a, **kw))
+    real_read = gpu.read_with  # every read goes through it
+    monkeypatch.setattr(gpu, "read_with", lambda *a, **kw: reads.append(a) or real_read(*a, **kw))
     fill_two_layers(gpu, cache, k2, v2, 64, 80)  # back to group 1's start (quantised): nothing of it is kept
     assert reads == []  # was: layer 1's restart synced layer 0's rows, a GPU round trip per layer
     cache.sync_host()

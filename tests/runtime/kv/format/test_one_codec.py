@@ -116,14 +116,14 @@ def test_sync_host_brings_back_extra_bytes_in_the_same_readback(gpu):
     with_token, plain = (KVCache(gpu, 1, N_KV, HD, 16, mode="q4", window=8) for _ in range(2))
     for cache in (with_token, plain):
         cache.append(0, gpu.upload(k), gpu.upload(v), 0, 5)
-    reads = gpu.read
+    reads = gpu.read_with  # every read goes through it
     count = []
-    gpu.read = lambda *a, **kw: count.append(1) or reads(*a, **kw)
+    gpu.read_with = lambda *a, **kw: count.append(1) or reads(*a, **kw)
     try:
         assert with_token.sync_host(also=(token, 4)) == np.uint32(123456789).tobytes()
         assert len(count) == 1  # one round trip for both
     finally:
-        del gpu.read
+        del gpu.read_with
     assert plain.sync_host() == b""
     assert bytes(with_token.master.layers[0]) == bytes(plain.master.layers[0]) and with_token.length == [5]
     assert with_token.sync_host(also=(token, 8)) == np.array([123456789, 7], np.uint32).tobytes()  # nothing pending

@@ -13,12 +13,12 @@ re-uploaded state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, GpuValidationError, WordTexture, round_up
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, GpuValidationError, T, WordTexture, round_up
 from .jsbridge import WANTED_LIMITS, Adapter, ffi, is_null, js_message
 from .limits import browser_limits
 from .recorder import Recorder
@@ -96,6 +96,10 @@ class BrowserGpu(Recorder):
 
     def stream(self, page: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
         raise GpuUnavailableError("the browser backend has no host pages (has_host_pages is False)")
+
+    def read_with(self, buf: Any, nbytes: int, use: Callable[[memoryview], T], offset: int = 0) -> T:
+        """`use` applied to `read`'s bytes (the page copies them out of JS anyway)."""
+        return use(memoryview(self.read(buf, nbytes, offset)))
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""

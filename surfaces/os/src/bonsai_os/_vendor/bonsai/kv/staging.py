@@ -8,6 +8,7 @@ is committed, and hands the rows over in booking order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ class Entry:
     @property
     def words(self) -> int:
         return self.n * (self.k_words + self.v_words)
+
+
+Rows = tuple[Entry, memoryview, memoryview]  # an entry and its K and V rows as read back
 
 
 class Staging:
@@ -87,15 +91,18 @@ class Staging:
         self.used_flags += flags
         return entry
 
-    def readback(self, also: tuple[Any, int] | None = None) -> tuple[list[tuple[Entry, memoryview, memoryview]], bytes]:
-        """([(entry, K rows, V rows)] in booking order, the `also` bytes): one read of everything booked.
+    def readback(self, also: tuple[Any, int] | None, commit: Callable[[list[Rows]], None]) -> bytes:
+        """One read of everything booked: `commit` gets [(entry, K rows, V rows)] in booking order, views of
+        the read-back memory valid only inside that call (no copy of a prompt's rows on the way); returns
+        the `also` bytes.
 
-        Raises NonFiniteKVError naming the first flagged row; nothing is returned for commit then.
+        Raises NonFiniteKVError naming the first flagged row; `commit` is not called then.
         """
         if also is not None and not 0 < also[1] <= ALSO_BYTES:
             raise KVError(f"sync_host(also=...) carries 1..{ALSO_BYTES} bytes, got {also[1]}")
         if not self.pending:
-            return [], (self.gpu.read(also[0], also[1]) if also is not None else b"")
+            commit([])
+            return self.gpu.read(also[0], also[1]) if also is not None else b""
         pending, self.pending = self.pending, []
         used_words, used_flags = self.used_words, self.used_flags
         self.used_words = self.used_flags = 0
@@ -103,10 +110,13 @@ class Staging:
         tail = (used_words + used_flags) * 4
         if also is not None:
             self.gpu.copy(also[0], 0, self.buffer, tail, round_up(also[1], 4))
-        raw = self.gpu.read(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0))
-        extra = raw[tail: tail + also[1]] if also is not None else b""
-        data, flags = memoryview(raw)[: used_words * 4], memoryview(raw)[used_words * 4: tail].cast("I")
-        return self.rows(pending, data, flags), extra
+
+        def take(raw: memoryview) -> bytes:
+            raw = raw.cast("B")
+            commit(self.rows(pending, raw[: used_words * 4], raw[used_words * 4: tail].cast("I")))
+            return bytes(raw[tail: tail + also[1]]) if also is not None else b""
+
+        return self.gpu.read_with(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0), take)
 
     def take(self) -> tuple[list[Entry], int, int]:
         """(entries, words, flags) booked since the last readback, which the caller moves elsewhere on the
@@ -115,7 +125,7 @@ class Staging:
         self.pending, self.used_words, self.used_flags = [], 0, 0
         return pending, *used
 
-    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview) -> list[tuple[Entry, memoryview, memoryview]]:
+    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview) -> list[Rows]:
         """[(entry, K rows, V rows)] of `pending` from the staged words `data` and their `flags` as read
         back; every flag is checked before anything is returned (NonFiniteKVError)."""
         for e in pending:  # validate everything before committing anything

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..errors import BonsaiError
 from .limits import Limits
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,11 @@ class GpuBackend(Protocol):
         ...
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes: ...
+
+    def read_with(self, buf: Any, nbytes: int, use: Callable[[memoryview], T], offset: int = 0) -> T:
+        """`use` applied to `nbytes` of `buf` from `offset`, read back after all recorded work: a view valid
+        only inside the call (the native backend lends the mapped readback memory: no copy)."""
+        ...
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...
 

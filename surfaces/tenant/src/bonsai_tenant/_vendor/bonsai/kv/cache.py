@@ -26,7 +26,7 @@ from .master import HostMaster
 from .mirrors import Mirrors
 from .residual import RESIDUAL_ROLE, Residual
 from .slots import Slots
-from .staging import Entry, Staging
+from .staging import Rows, Staging
 from .store.scatter import Scatter
 from .store.store import Store
 from .windows import Windows
@@ -200,16 +200,20 @@ class KVCache:
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
         min) overflows f16; nothing of that readback is committed then.
         """
-        rows: list[tuple[Entry, memoryview, memoryview]] = []
+        rows: list[Rows] = []
         extra = b""
         if self._handover is not None and self._handover.parked:
             rows, extra = self._handover.readback(also)
             also = None
+
+        def commit(more: list[Rows]) -> None:  # the staged rows are views of the read-back memory: commit now
+            for entry, k_rows, v_rows in rows + more:
+                self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
+
         if also is not None or self._staging.pending or not rows:
-            more, staged_extra = self._staging.readback(also)
-            rows, extra = rows + more, extra or staged_extra
-        for entry, k_rows, v_rows in rows:
-            self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
+            extra = self._staging.readback(also, commit) or extra
+        else:
+            commit([])
         return extra
 
     def _put(self, layer: int, kind: Kind, pos: int, rows: Any) -> None:
