@@ -256,7 +256,8 @@ class Attention:
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
         rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
-        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows], (blocks, n))
+        # win.k is bound twice: as words (`kc`) and as 16-byte vectors (`kc4`, f32 K's loads)
+        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows, win.k], (blocks, n))
         self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
 
     def _texture(self, rows: Any) -> WordTexture:

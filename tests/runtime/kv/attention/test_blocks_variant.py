@@ -53,15 +53,18 @@ def test_blocks_variant_across_the_rounds_of_loads(gpu):
     assert results and all(r.ok for r in results), [r.describe() for r in results if not r.ok][:3]
 
 
-@pytest.mark.parametrize(("kernel", "old", "new"), [
-    ("blocks.wgsl", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
-    ("blocks.wgsl", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);",
+@pytest.mark.parametrize(("mode", "old", "new"), [
+    ("f32", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
+    ("f32", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);",
      "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);"),
-    ("blocks.wgsl", "                dot = dot + qs[d + 5u] * k5;", "                dot = dot + qs[d + 5u] * k4;"),
-], ids=["fold drops the tail", "fold reuses a V row", "score reuses a K value"])
-def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, kernel, old, new):
-    patch_shader(monkeypatch, gpu, kernel, old, new)
-    results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=("f32",), head_dims=(64,), prefill=6),
+    ("f32", "                dot = dot + qs[d + 5u] * kz.y;", "                dot = dot + qs[d + 5u] * kz.x;"),
+    ("f32", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);"),
+    ("kc4v4", "                dot = dot + qs[d + 5u] * k5;", "                dot = dot + qs[d + 5u] * k4;"),
+], ids=["fold drops the tail", "fold reuses a V row", "f32 score reuses a K value", "f32 score reloads a K vector",
+        "c4 score reuses a K value"])
+def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, mode, old, new):
+    patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
+    results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=(mode,), head_dims=(64,), prefill=6),
                          UNROLLED["windows"], variant="blocks")
     assert any(not r.ok for r in results)
 

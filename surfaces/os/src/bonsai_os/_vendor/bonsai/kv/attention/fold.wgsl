@@ -17,6 +17,9 @@ fn load_group_scales(pos: u32, g: u32, j: u32) {
 }
 
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
+// f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
+// row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
+// (the H200's prompt fold: 371 -> 231 us per layer, bench/NOTES.md session 13). The same sum.
 fn score(r: u32, pos: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
@@ -32,6 +35,21 @@ fn score(r: u32, pos: u32) -> f32 {
     }
     if (K_BITS == 32u || K_C4 || K_ASYM) {
         let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
+        if (K_BITS == 32u && HD % 8u == 0u && (kb & 3u) == 0u) {  // f32 rows at 16-byte boundaries: see kc4
+            for (var d = 0u; d < HD; d = d + 8u) {
+                let ka = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);
+                let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);
+                dot = dot + qs[d] * ka.x;
+                dot = dot + qs[d + 1u] * ka.y;
+                dot = dot + qs[d + 2u] * ka.z;
+                dot = dot + qs[d + 3u] * ka.w;
+                dot = dot + qs[d + 4u] * kz.x;
+                dot = dot + qs[d + 5u] * kz.y;
+                dot = dot + qs[d + 6u] * kz.z;
+                dot = dot + qs[d + 7u] * kz.w;
+            }
+            return dot * p.qk_scale;
+        }
         if (HD % 8u == 0u) {  // eight K values loaded before they are summed (as in fold_range); same sum
             for (var d = 0u; d < HD; d = d + 8u) {
                 let k0 = k_elem(kb, gb, d);

@@ -27,6 +27,7 @@
 @group(0) @binding(5) var<storage, read> state: array<f32>;    // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;  // [n_q, n_heads, blocks of the window, 2 + HD]
 @group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
+@group(0) @binding(8) var<storage, read> kc4: array<vec4<u32>>; // kc's words four at a time (f32 K, fold.wgsl)
 
 const RESIDUAL: bool = {{RESIDUAL}};
 
