@@ -20,6 +20,8 @@
 #   bench/device_run.sh s12         # session 12: q4res fold probes before/after, f32 and q4res decode alternating, llama.cpp
 #   bench/device_run.sh var [KV]    # the decode step's attention kernels (or GREP) of each patched tree in .var/NAME/runtime
 #   bench/device_run.sh final12     # session 12's head: f32 (with Hugging Face) and q4res at 1K, llama.cpp at depth 1024
+#   bench/device_run.sh s13 [KV]    # session 13: main (.before) and the prompt fold's tile sizes (.var/NAME): prefill fold, prefill, decode
+#   bench/device_run.sh final13     # session 13: main (.before) and this tree: prefill phases and fold, then s11final
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -96,6 +98,18 @@ s11)
   done
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
+final13)
+  # bench/device_run.sh final13 (carry .whl .gl .before .ll; .before = `git archive <main> runtime/bonsai bench`): each
+  # tree's 512-token prefill step by phase and its blocks fold, then all of s11final (falls through)
+  M=$(model_and_peer)
+  for tree in before after; do
+    path=$AFTER; [ $tree = before ] && path=$PWD/.site:$PWD/.before/runtime
+    PYTHONPATH=$path timeout 60 python3 bench/prefill_profile.py --model $M --top 0 --out "$OUT/prefill_profile_$tree.json" \
+        2>&1 | grep -E "^\| (record|gpu|sync|total) |^prefill:" | sed "s/^/$tree: /"
+    PYTHONPATH=$path timeout 60 python3 bench/kernel_probe.py --model $M --prefill 512 --reps 20 --out "$OUT/probe_$tree.json" \
+        2>&1 | grep -iE "blocks.wgsl|whole step" | sed "s/^/$tree: /" | cut -c1-160
+  done
+  ;&
 s11final)
   # bench/device_run.sh s11final (carry .whl .gl .before .ll; .before = the session's start): f32 and q4res
   # before/after alternating, two rounds, at 1K; Hugging Face and llama.cpp at depth 1024 in the same call
@@ -153,6 +167,30 @@ final12)
   PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py $K1 --kv q4res --label "q4res 1K" --out "$OUT/final_q4res.json" \
       2>&1 | grep -i "bonsai GPU" | cut -c1-200
   timeout 150 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+s13)
+  # bench/device_run.sh s13 [KV] (carry .whl .gl .ll .before .var; .before = `git archive <main> runtime/bonsai bench`,
+  # .var/NAME/runtime = this tree with attention.PROMPT_TILE patched): per tree the 512-token prefill step's
+  # blocks fold by kernel (round 1), then prefill 512 (best of 3) and decode 256 after 1,024 (two rounds); this
+  # each tree's prefill phases (record, gpu, sync); llama.cpp
+  M=$(model_and_peer)
+  for round in 1 2; do
+    for d in .before/ .var/*/; do
+      name=$(basename "$d")
+      path=$PWD/.site:$PWD/${d}runtime
+      [ $round = 1 ] && PYTHONPATH=$path timeout 60 python3 bench/kernel_probe.py --model $M --kv "${2:-f32}" --prefill 512 \
+          --reps 20 --out "$OUT/probe_${name}.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name: /" | cut -c1-160
+      PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py --model $M --no-reference --kv "${2:-f32}" --new-tokens 256 \
+          --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3 --label "$name r$round" \
+          --out "$OUT/bench_${name}_$round.json" 2>&1 | grep "bonsai GPU" | cut -c1-200
+    done
+  done
+  for d in .before/ .var/*/; do
+    name=$(basename "$d")
+    PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 60 python3 bench/prefill_profile.py --model $M --kv "${2:-f32}" --top 0 \
+        --out "$OUT/prefill_profile_$name.json" 2>&1 | grep -E "^\| (record|gpu|sync|total) |^prefill:" | sed "s/^/$name: /"
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 probe)
   # bench/device_run.sh probe (carry .whl .gl .ll): per-kernel GPU time of a decode step at 1K, one decode row, the peer
