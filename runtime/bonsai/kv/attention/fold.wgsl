@@ -19,7 +19,7 @@ fn load_group_scales(pos: u32, g: u32, j: u32) {
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
-// (the H200's prompt fold: 371 -> 231 us per layer, bench/NOTES.md session 13). The same sum.
+// (the H200's prompt fold: 371-378 -> 148-231 us per layer, bench/NOTES.md session 13). The same sum.
 fn score(r: u32, pos: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
