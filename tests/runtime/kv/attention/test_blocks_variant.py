@@ -57,11 +57,12 @@ def test_blocks_variant_across_the_rounds_of_loads(gpu):
     ("f32", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
     ("f32", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);",
      "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);"),
-    ("f32", "                dot = dot + qs[d + 5u] * kz.y;", "                dot = dot + qs[d + 5u] * kz.x;"),
+    ("f32", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
+    ("kc4v4", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
     ("f32", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);"),
-    ("kc4v4", "                dot = dot + qs[d + 5u] * k5;", "                dot = dot + qs[d + 5u] * k4;"),
-], ids=["fold drops the tail", "fold reuses a V row", "f32 score reuses a K value", "f32 score reloads a K vector",
-        "c4 score reuses a K value"])
+    ("kc4v4", "let k5 = k_elem(kb, gb, d + 5u);", "let k5 = k_elem(kb, gb, d + 4u);"),
+], ids=["fold drops the tail", "fold reuses a V row", "f32 score reuses a K value", "c4 score reuses a K value",
+        "f32 score reloads a K vector", "c4 score reloads a K value"])
 def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, mode, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=(mode,), head_dims=(64,), prefill=6),

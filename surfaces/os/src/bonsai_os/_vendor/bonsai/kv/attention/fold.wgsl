@@ -16,6 +16,21 @@ fn load_group_scales(pos: u32, g: u32, j: u32) {
     km[j] = h2f_signed(sm >> 16u);
 }
 
+// dot + q[d .. d+7] . (a, b), one product at a time in order: the one order of every eight-value round of
+// `score`, whichever way its K values were loaded.
+fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
+    var s = dot;
+    s = s + qs[d] * a.x;
+    s = s + qs[d + 1u] * a.y;
+    s = s + qs[d + 2u] * a.z;
+    s = s + qs[d + 3u] * a.w;
+    s = s + qs[d + 4u] * b.x;
+    s = s + qs[d + 5u] * b.y;
+    s = s + qs[d + 6u] * b.z;
+    s = s + qs[d + 7u] * b.w;
+    return s;
+}
+
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
@@ -39,14 +54,7 @@ fn score(r: u32, pos: u32) -> f32 {
             for (var d = 0u; d < HD; d = d + 8u) {
                 let ka = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);
                 let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);
-                dot = dot + qs[d] * ka.x;
-                dot = dot + qs[d + 1u] * ka.y;
-                dot = dot + qs[d + 2u] * ka.z;
-                dot = dot + qs[d + 3u] * ka.w;
-                dot = dot + qs[d + 4u] * kz.x;
-                dot = dot + qs[d + 5u] * kz.y;
-                dot = dot + qs[d + 6u] * kz.z;
-                dot = dot + qs[d + 7u] * kz.w;
+                dot = add8(dot, d, ka, kz);
             }
             return dot * p.qk_scale;
         }
@@ -60,14 +68,7 @@ fn score(r: u32, pos: u32) -> f32 {
                 let k5 = k_elem(kb, gb, d + 5u);
                 let k6 = k_elem(kb, gb, d + 6u);
                 let k7 = k_elem(kb, gb, d + 7u);
-                dot = dot + qs[d] * k0;
-                dot = dot + qs[d + 1u] * k1;
-                dot = dot + qs[d + 2u] * k2;
-                dot = dot + qs[d + 3u] * k3;
-                dot = dot + qs[d + 4u] * k4;
-                dot = dot + qs[d + 5u] * k5;
-                dot = dot + qs[d + 6u] * k6;
-                dot = dot + qs[d + 7u] * k7;
+                dot = add8(dot, d, vec4<f32>(k0, k1, k2, k3), vec4<f32>(k4, k5, k6, k7));
             }
             return dot * p.qk_scale;
         }
