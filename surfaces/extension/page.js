@@ -8,6 +8,8 @@
 //   prompt=TEXT&tokens=N   with a model: greedy-decode N tokens (default 4) after TEXT
 //   kv=MODE                the KV cache mode for it (default q4: 4-bit rows, f16 scale; any row mode)
 //   lose_after=N           destroy the GPU device before decode step N (the engine must recover)
+//   kernels=gpu            generate with the kernels a GPU adapter gets, even on a CPU one (SwiftShader):
+//                          Chrome's shader compiler must accept every kernel a user's GPU will run
 //   forced=ID,ID,…         with a model: long forced decoding of these token ids (log-prob and argmax
 //                          per position); kv=MODE and window=N (default 2048) set its cache
 //   boot_timeout=SECONDS   give up starting Pyodide after this long, visibly (default 120)
@@ -63,6 +65,7 @@ async function main() {
     tokens: Number(query.get("tokens") || 4),
     kv: query.get("kv") || "q4",
     lose_after: Number(query.get("lose_after") || 0),
+    kernels: query.get("kernels") || "",
     forced: (query.get("forced") || "").split(",").filter(Boolean).map(Number),
     window: Number(query.get("window") || 2048),
   };

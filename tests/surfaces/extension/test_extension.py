@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -157,6 +158,40 @@ def test_the_engine_in_the_browser_recovers_from_device_loss_with_the_same_token
     """The device is destroyed before the first decode step: device.lost -> a new BrowserGpu -> same tokens."""
     check = _generate_in_the_page(browser, model_server, "&lose_after=1")
     assert check["recoveries"] == 1 and check["tokens"] == native_greedy[1].tokens, check
+
+
+# 35 tokens: the prompt is one batch of the GPU's tiled matmul (32 tokens or more) and spans two blocks of attention
+GPU_PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
+              "movable metal type, oil-based ink and a wooden screw press. The capital of France is")
+
+
+@pytest.fixture(scope="module")
+def native_gpu_kernels_greedy():
+    """Greedy tokens for GPU_PROMPT (q4res) from the kernels a GPU adapter gets, run natively on lavapipe."""
+    from bonsai.engine import Sampling
+    from bonsai.engine.native import load_engine
+    from bonsai.gpu.device import Gpu
+
+    gpu = Gpu.create()  # a device of its own: the session's `gpu` keeps the CPU kernels
+    gpu.cpu_kernels = False
+    engine = load_engine(None, gpu=gpu, kv="q4res", progress=False, max_positions=64)
+    prompt_ids = engine.tokenizer.encode(GPU_PROMPT)
+    return prompt_ids, engine.generate(prompt_ids, max_tokens=N_TOKENS, sampling=Sampling()).tokens
+
+
+def test_a_gpu_adapters_kernels_compile_in_chromium_and_give_the_native_tokens(browser, model_server,
+                                                                              native_gpu_kernels_greedy):
+    """SwiftShader picks the CPU kernels, so nothing else here compiles what a user's GPU runs in Chrome: the
+    matvec with its fused norm and RoPE, the tiled prompt matmul, the blocks attention, q4res's group kernel.
+    Chrome's compiler (Tint) is stricter than wgpu's (naga): matmul.wgsl once divided by a constant 0 in code
+    its RoPE switch left dead, which naga accepts and Tint refuses, and this check failed with that error."""
+    result = browser.open(f"page.html?checks=&model={serve_default_model(model_server)}&prompt={quote(GPU_PROMPT)}"
+                          f"&tokens={N_TOKENS}&kv=q4res&kernels=gpu", timeout=300)
+    check = result["checks"]["generate"]
+    assert check["ok"] and check["cpu_kernels"] is False, result
+    prompt_ids, native = native_gpu_kernels_greedy
+    assert check["prompt_ids"] == prompt_ids
+    assert check["tokens"] == native, (check, native)
 
 
 def test_the_file_picker_shows_a_named_error_for_a_corrupted_model(browser, tmp_path):

@@ -38,6 +38,7 @@ def run(gpu: Any, path: str, name: str, prompt: str, max_tokens: int, kv: str = 
         "ok": True,
         "kv": kv,
         "adapter": gpu.description,
+        "cpu_kernels": gpu.is_cpu,  # False: the kernels a GPU adapter gets (the page's kernels=gpu)
         "recoveries": len(gen.recoveries),
         "prompt_ids": prompt_ids,
         "tokens": gen.tokens,

@@ -24,7 +24,8 @@ def run(params: Any) -> str:
 
     params: checks (list of "attention", "verbs", "rope", "device_loss"), mutate (attention mutation switch), model_path + model_name
     (a model written into the file system by the page), prompt + tokens + kv + lose_after (greedy generation with it, KV cache mode kv, the device destroyed
-    before decode step lose_after when it is not 0).
+    before decode step lose_after when it is not 0), kernels ("gpu": generate with a GPU adapter's kernels even on
+    a CPU adapter).
     """
     params = dict(params)
     result: dict[str, Any] = {"ok": False, "checks": {}, "error": None}
@@ -63,7 +64,10 @@ def run(params: Any) -> str:
             if params.get("prompt") and result["checks"]["model"]["ok"]:
                 from . import generate_check
 
-                _check("generate", result["checks"], generate_check.run, gpu or BrowserGpu.create(),
+                gen_gpu = gpu or BrowserGpu.create()
+                if params.get("kernels") == "gpu":
+                    gen_gpu.cpu_kernels = False
+                _check("generate", result["checks"], generate_check.run, gen_gpu,
                        params["model_path"], params.get("model_name"), params["prompt"], int(params.get("tokens", 4)),
                        params.get("kv", "q4"), int(params.get("lose_after", 0)))
     except Exception as exc:  # noqa: BLE001 - reported in the page, never a silent hang

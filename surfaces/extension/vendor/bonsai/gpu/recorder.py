@@ -44,6 +44,9 @@ class Recorder:
         self.compiled = 0  # pipelines compiled so far (`kernel` cache misses)
         self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
         self._tape_clean = True  # no write, read or copy happened while taping
+        # None: `is_cpu` follows the adapter; False: a GPU adapter's kernels even on a CPU one (the extension's
+        # diagnostics page runs them on SwiftShader so Chrome's shader compiler sees every kernel a GPU gets)
+        self.cpu_kernels: bool | None = None
 
     @property
     def max_binding_bytes(self) -> int:
@@ -51,7 +54,10 @@ class Recorder:
 
     @property
     def is_cpu(self) -> bool:
-        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants."""
+        """The adapter runs on the CPU (lavapipe, SwiftShader): kernels pick their CPU variants (unless
+        `cpu_kernels` says otherwise)."""
+        if self.cpu_kernels is not None:
+            return self.cpu_kernels
         return str(self.adapter.info.get("adapter_type", "")).lower() == "cpu"
 
     @staticmethod

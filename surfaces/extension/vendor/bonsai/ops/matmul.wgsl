@@ -26,7 +26,7 @@ const NORM: bool = {{NORM}};
 // (pairs 2i, 2i + 1 of each ROPE_HD-wide head; cos/sin from `rp`, rope.wgsl's parameter block), so the
 // step needs no RoPE dispatch. A pair's two rows are in one workgroup (ROWS is even).
 const ROPE: bool = {{ROPE}};
-const ROPE_HD: u32 = {{ROPE_HD}}u;
+const ROPE_HD: u32 = max({{ROPE_HD}}u, 2u);  // never 0: Tint (Chrome) rejects a constant zero divisor even where ROPE leaves it dead
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
 //               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
