@@ -22,7 +22,7 @@ from tests.helpers.shader_patch import patch_shader
 from .conftest import quantized
 
 TYPES = ["F32", "F16", "Q4_0", "Q4_1", "Q8_0", "Q1_0"]
-TILES = [tiled.Tile(64, 64, 4), tiled.Tile(64, 64, 8), tiled.Tile(32, 16, 8)]
+TILES = [tiled.Tile(64, 64, 4), tiled.Tile(64, 64, 8), tiled.Tile(32, 32, 4), tiled.Tile(64, 32, 4)]
 EPS = 2.0 ** -24
 SENTINEL = np.float32(7.0)
 
@@ -108,7 +108,7 @@ def test_batches_take_the_tiled_kernel_and_single_tokens_the_matvec(gpu, monkeyp
 @pytest.mark.usefixtures("always_tiled")
 def test_tiled_out_modes_match_the_matvec(gpu, monkeypatch):
     """SwiGLU pairs, the split store (bit for bit the plain product) and accumulation, on ragged shapes."""
-    monkeypatch.setattr(tiled, "TILE", tiled.Tile(32, 16, 8))
+    monkeypatch.setattr(tiled, "TILE", tiled.Tile(32, 32, 4))
     f, k, t = 37, 96, 21
     raw = quantized("Q4_1", 2 * f, k, seed=8)
     m = mm.upload_matrix(gpu, mm.interleave_rows(raw.tobytes(), f), QTYPES["Q4_1"], 2 * f, k, texture=False)
@@ -136,9 +136,11 @@ def test_tile_shapes_are_checked():
         tiled.Tile.parse("128x64x4")
     with pytest.raises(ValueError, match="multiple of 4"):
         tiled.Tile.parse("64x64x6")
+    with pytest.raises(ValueError, match="weight items"):
+        tiled.Tile.parse("32x16x8")  # 8 weight items per invocation: more than the kernel stages
     with pytest.raises(ValueError, match="BMxBNxTM"):
         tiled.Tile.parse("64x64")
-    assert tiled.Tile.parse("64X32x8") == tiled.Tile(64, 32, 8)
+    assert tiled.Tile.parse("64X32x4") == tiled.Tile(64, 32, 4)
 
 
 def _q41_exact(gpu):
@@ -158,7 +160,7 @@ def _framed_ok(gpu):
 def _framed_ok_tm8(gpu):
     """`_framed_ok` with 8 rows per invocation (the kernel's a4..a7)."""
     saved = tiled.TILE
-    tiled.TILE = tiled.Tile(32, 16, 8)
+    tiled.TILE = tiled.Tile(64, 64, 8)
     try:
         return _framed_ok(gpu)
     finally:
@@ -166,12 +168,19 @@ def _framed_ok_tm8(gpu):
 
 
 TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
-    ("no barrier between loading the tiles and using them", "workgroupBarrier();\n        for (var kk", "for (var kk",
+    ("no barrier between loading the tiles and using them", "workgroupBarrier();\n        if (c + 1u < nc)", "if (c + 1u < nc)",
      _framed_ok),
     ("no barrier before the next chunk overwrites the tiles", "workgroupBarrier();  // every invocation is done", "//",
      _framed_ok),
     ("stores for tokens past t", "if (t >= nt) { continue; }", "", _framed_ok),
-    ("the second load of a round put in the first one's place", "put_x(i + WG, b);", "put_x(i, b);", _framed_ok),
+    ("the second activation item put in the first one's place", "put_x(li + WG, px1);", "put_x(li, px1);", _framed_ok),
+    ("the next chunk's weights fetched from this chunk", "pw0 = load_w(li, c + 1u,", "pw0 = load_w(li, c,", _framed_ok),
+    ("the next chunk's activations fetched from this chunk", "px0 = load_x(li, c + 1u,", "px0 = load_x(li, c,",
+     _framed_ok),
+    ("a second weight item never staged (two per invocation)", "if (NW == 2u) { put_w(li + WG, pw1); }", "",
+     _framed_ok_tm8),
+    ("the third and fourth activation items never staged", "if (NX == 4u) { put_x(li + 2u * WG, px2);",
+     "if (false) { put_x(li + 2u * WG, px2);", _framed_ok_tm8),
     ("row guard off by one tile row", "if (rb + i < n) { store(", "if (rb + i < n + 4u) { store(", _framed_ok),
     ("Q4_1 quarters 1 and 3 read high nibbles", "let s = select(0u, 4u, e >= 2u);", "let s = select(0u, 4u, e >= 1u);",
      _q41_exact),

@@ -34,6 +34,10 @@ class Tile:
             raise ValueError(f"tile {self}: TM must be 4 or 8 and divide BM, BN a multiple of 4")
         if (self.bm + self.bn) * 32 * 4 > WORKGROUP_BYTES:
             raise ValueError(f"tile {self}: (BM + BN) x 32 floats exceed {WORKGROUP_BYTES} bytes of workgroup memory")
+        if (16 * self.tm) % self.bn or 16 * self.tm // self.bn not in (1, 2) or (32 * self.tm) % self.bm \
+                or 32 * self.tm // self.bm not in (2, 4):
+            raise ValueError(f"tile {self}: each invocation must stage 1 or 2 weight items (16 TM / BN) and 2 or 4 "
+                             "activation items (32 TM / BM) per chunk, e.g. 64x64x4, 64x64x8, 32x32x4")
         if self.invocations > max_invocations:
             raise GpuLimitError(f"tile {self}: {self.invocations} invocations per workgroup, above this adapter's "
                                 f"maxComputeInvocationsPerWorkgroup ({max_invocations})")

@@ -5,6 +5,9 @@
 // workgroup memory (`ws`) and copies BN x 32 activations beside them (`xs`), then every invocation
 // multiplies them into its own TM rows x 4 tokens of y: a weight is decoded once per workgroup instead
 // of once per token group, and each value read from workgroup memory feeds 4 (x) or TM (w) products.
+// The next chunk's items are fetched into registers while this one is multiplied (no idle wait on
+// global memory between chunks), and staged with stores written out (a loop indexing a value by its
+// counter kept the value in memory on the H200: matmul.wgsl's top comment).
 // Rows past n are decoded as zeros and tokens past t read as zeros (never loaded), and neither is stored.
 // Sums are f32, in chunk order, each chunk's 32 products in k order (another order than matmul.wgsl's:
 // results agree within the op tests' bound, not bit for bit).
@@ -16,6 +19,8 @@ const BN: u32 = {{BN}}u;         // tokens of y per workgroup (a multiple of 4)
 const TM: u32 = {{TM}}u;         // rows per invocation: 4 or 8
 const RT: u32 = BM / TM;         // invocations along the rows
 const WG: u32 = RT * (BN / 4u);  // invocations per workgroup; each owns TM rows x 4 tokens
+const NW: u32 = 4u * BM / WG;    // weight items (a row's quarter chunk) each invocation stages per chunk: 1 or 2
+const NX: u32 = 8u * BN / WG;    // activation items (a token's vec4) each invocation stages per chunk: 2 or 4
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
 const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate_i, up_i), 2 split into y, y2, y3
 
@@ -82,8 +87,18 @@ fn load_w(i: u32, c: u32, r0: u32, n: u32, row_bytes: u32) -> array<vec4<f32>, 2
 
 fn put_w(i: u32, v: array<vec4<f32>, 2>) {  // k-major: ws[k][row / 4][row % 4]
     let row = i % BM;
-    let e = i / BM;
-    for (var j = 0u; j < 8u; j++) { ws[(8u * e + j) * (BM / 4u) + row / 4u][row % 4u] = v[j / 4u][j % 4u]; }
+    let at = 8u * (i / BM) * (BM / 4u) + row / 4u;  // k = 8 e, the row's vec4
+    let r = row % 4u;
+    let lo = v[0];  // the eight stores written out: a loop indexing v by its counter kept v in memory
+    let hi = v[1];
+    ws[at][r] = lo.x;
+    ws[at + BM / 4u][r] = lo.y;
+    ws[at + 2u * (BM / 4u)][r] = lo.z;
+    ws[at + 3u * (BM / 4u)][r] = lo.w;
+    ws[at + 4u * (BM / 4u)][r] = hi.x;
+    ws[at + 5u * (BM / 4u)][r] = hi.y;
+    ws[at + 6u * (BM / 4u)][r] = hi.z;
+    ws[at + 7u * (BM / 4u)][r] = hi.w;
 }
 
 // Item i of the activation tile (token i / 8, vec4 i % 8 of chunk c): zeros past token t.
@@ -95,8 +110,12 @@ fn load_x(i: u32, c: u32, t0: u32, nt: u32, xs_: u32, xo: u32) -> vec4<f32> {
 
 fn put_x(i: u32, v: vec4<f32>) {  // k-major: xs[k][token / 4][token % 4]
     let tok = i / 8u;
-    let q = i % 8u;
-    for (var j = 0u; j < 4u; j++) { xs[(4u * q + j) * (BN / 4u) + tok / 4u][tok % 4u] = v[j]; }
+    let at = 4u * (i % 8u) * (BN / 4u) + tok / 4u;  // k = 4 q, the token's vec4
+    let t = tok % 4u;
+    xs[at][t] = v.x;  // written out, as put_w
+    xs[at + BN / 4u][t] = v.y;
+    xs[at + 2u * (BN / 4u)][t] = v.z;
+    xs[at + 3u * (BN / 4u)][t] = v.w;
 }
 
 fn store(r: u32, t: u32, v: f32) {
@@ -121,27 +140,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // (bench/roofline_probe.py, bench/NOTES.md session 10)
     var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0;
     var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
-    for (var c = 0u; c < k / 32u; c++) {
-        // BM rows x 4 quarters of the chunk (row i % BM: one row per lane), then BN tokens x 8 vec4s
-        // (token i / 8: coalesced reads); two loads written out per round, so they leave together (the
-        // H200's driver leaves loops rolled: matmul.wgsl's top comment), the same values either way
-        var i = li;
-        for (; i + WG < 4u * BM; i += 2u * WG) {
-            let a = load_w(i, c, r0, n, row_bytes);
-            let b = load_w(i + WG, c, r0, n, row_bytes);
-            put_w(i, a);
-            put_w(i + WG, b);
-        }
-        for (; i < 4u * BM; i += WG) { put_w(i, load_w(i, c, r0, n, row_bytes)); }
-        i = li;
-        for (; i + WG < 8u * BN; i += 2u * WG) {
-            let a = load_x(i, c, t0, nt, xs_, xo);
-            let b = load_x(i + WG, c, t0, nt, xs_, xo);
-            put_x(i, a);
-            put_x(i + WG, b);
-        }
-        for (; i < 8u * BN; i += WG) { put_x(i, load_x(i, c, t0, nt, xs_, xo)); }
+    // Chunk c + 1's weights and activations are loaded into registers (NW weight items, NX activation items
+    // per invocation: `Tile.check` allows 1-2 and 2-4) while chunk c is multiplied, so the workgroup does
+    // not stand idle waiting for global memory between chunks. The same values land in ws and xs.
+    var pw0 = load_w(li, 0u, r0, n, row_bytes);
+    var pw1 = pw0;
+    if (NW == 2u) { pw1 = load_w(li + WG, 0u, r0, n, row_bytes); }
+    var px0 = load_x(li, 0u, t0, nt, xs_, xo);
+    var px1 = load_x(li + WG, 0u, t0, nt, xs_, xo);
+    var px2 = px0; var px3 = px0;
+    if (NX == 4u) { px2 = load_x(li + 2u * WG, 0u, t0, nt, xs_, xo); px3 = load_x(li + 3u * WG, 0u, t0, nt, xs_, xo); }
+    let nc = k / 32u;
+    for (var c = 0u; c < nc; c++) {
+        put_w(li, pw0);
+        if (NW == 2u) { put_w(li + WG, pw1); }
+        put_x(li, px0);
+        put_x(li + WG, px1);
+        if (NX == 4u) { put_x(li + 2u * WG, px2); put_x(li + 3u * WG, px3); }
         workgroupBarrier();
+        if (c + 1u < nc) {
+            pw0 = load_w(li, c + 1u, r0, n, row_bytes);
+            if (NW == 2u) { pw1 = load_w(li + WG, c + 1u, r0, n, row_bytes); }
+            px0 = load_x(li, c + 1u, t0, nt, xs_, xo);
+            px1 = load_x(li + WG, c + 1u, t0, nt, xs_, xo);
+            if (NX == 4u) {
+                px2 = load_x(li + 2u * WG, c + 1u, t0, nt, xs_, xo);
+                px3 = load_x(li + 3u * WG, c + 1u, t0, nt, xs_, xo);
+            }
+        }
         for (var kk = 0u; kk < 32u; kk += 2u) {  // two k a round, their loads first (the same sums in k order)
             let xv = xs[kk * (BN / 4u) + tc];
             let wv = ws[kk * (BM / 4u) + tr];
