@@ -14,6 +14,8 @@
 #   bench/device_run.sh submit N    # decode at 1K by layers per submit (0, 5, 10, 15), N rounds
 #   bench/device_run.sh profile     # cProfile of the resident decode loop, f32 and q4res (bench/resident_profile.py)
 #   bench/device_run.sh roofline    # the matmul kernels beside the adapter's FMA peak (no model; carry .whl .gl only)
+#   bench/device_run.sh roofvar [TILES] # the matmul in each tile, this tree and each .var/NAME/runtime (no model)
+#   bench/device_run.sh floor [TILES] # an empty dispatch with and without a barrier, the matmul in each tile (no model)
 #   bench/device_run.sh s10         # session 10: roofline, before/after at 1K (f32, q4res) and 8K, llama.cpp, HF
 #   bench/device_run.sh s11 [KV]    # session 11: before/after alternating, prefill phases before/after, llama.cpp
 #   bench/device_run.sh s11final    # session 11: f32 and q4res before/after alternating, Hugging Face, llama.cpp
@@ -48,6 +50,24 @@ quick_decode() {
 case "$1" in
 roofline)
   PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
+  ;;
+floor)
+  # bench/device_run.sh floor [TILES] (carry .whl .gl only: no model): what an empty dispatch costs with and
+  # without a barrier, then the matmul shapes in each tile of TILES beside the FMA peak
+  PYTHONPATH=$AFTER python3 bench/dispatch_floor_probe.py --out "$OUT/dispatch_floor.json"
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" \
+      --tiles "${2:-64x64x4,64x64x8,32x32x4,64x32x4,32x64x4}" 2>&1 | grep "|"
+  ;;
+roofvar)
+  # bench/device_run.sh roofvar [TILES] (carry .whl .gl .var; no model): the matmul shapes of this tree and of each
+  # patched tree in .var/NAME/runtime, two rounds alternating
+  for round in 1 2; do
+    for tree in main .var/*; do
+      path=$AFTER; [ $tree != main ] && path=$PWD/.site:$PWD/$tree/runtime
+      PYTHONPATH=$path python3 bench/roofline_probe.py --out "$OUT/roofline_${tree##*/}_$round.json" \
+          --tiles "${2:-64x64x4,64x64x8}" 2>&1 | grep -E "tiled|FMA" | sed "s|^|$round ${tree##*/}: |"
+    done
+  done
   ;;
 s10)
   # bench/device_run.sh s10 (carry .whl .gl .before .ll; .before = `git archive <before> runtime/bonsai bench`)

@@ -138,7 +138,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=None, help="tokens per matmul (default 512 on a GPU, 64 on a CPU)")
     ap.add_argument("--reps", type=int, default=None, help="dispatches per timing (default 50 on a GPU, 3 on a CPU)")
-    ap.add_argument("--tiles", default="64x64x4,64x64x8,128x64x8", help="tiled kernel shapes BMxBNxTM")
+    ap.add_argument("--tiles", default="64x64x4,64x64x8,32x32x4", help="tiled kernel shapes BMxBNxTM")
     ap.add_argument("--out", default="bench/results/roofline_probe.json")
     a = ap.parse_args()
     gpu = Gpu.create()
