@@ -24,6 +24,7 @@
 #   bench/device_run.sh final12     # session 12's head: f32 (with Hugging Face) and q4res at 1K, llama.cpp at depth 1024
 #   bench/device_run.sh s13 [KV]    # session 13: main (.before) and the prompt fold's tile sizes (.var/NAME): prefill fold, prefill, decode
 #   bench/device_run.sh final13     # session 13: main (.before) and this tree: prefill phases and fold, then s11final
+#   bench/device_run.sh long        # issue 16's 1,100-token forced decoding against the numpy reference, on the GPU
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -221,6 +222,24 @@ probe)
   done
   quick_decode "$AFTER" decode_f32 1024 --label "f32 1K"
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+long)
+  # bench/device_run.sh long (after the three part calls; carry .whl .gl): issue 16's long forced decoding (1,100
+  # tokens, batched steps then one-token steps) against the numpy reference on this GPU's kernels
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER python3 - "$M" <<'PY' 2>&1 | grep -vi warn
+import sys
+from bonsai.diagnostics import long_forced as lf
+from bonsai.diagnostics.numpy_cache import NumpyKVCache
+from bonsai.engine.native import load_engine
+from bonsai.reference import ReferenceModel
+engine = load_engine(sys.argv[1], max_positions=lf.TOKENS, cache_factory=NumpyKVCache, progress=False)
+print(engine.gpu.description, "CPU kernels:", engine.gpu.is_cpu)
+check = lf.LongForced(engine, ReferenceModel(sys.argv[1]), lf.long_text_ids(engine.tokenizer))
+for kv, window in (("f32", 2048), ("q4res", 2048), ("f32", lf.split_window(lf.TOKENS))):
+    r = check.check(kv, window)
+    print("ok    " if r.ok else "FAILED", r.describe())
+PY
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
