@@ -224,7 +224,7 @@ probe)
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 long)
-  # bench/device_run.sh long (after the three part calls; carry .whl .gl): issue 16's long forced decoding (1,100
+  # bench/device_run.sh long (after the three part calls; carry .whl .gl .ll): issue 16's long forced decoding (1,100
   # tokens, batched steps then one-token steps) against the numpy reference on this GPU's kernels
   M=$(model_and_peer)
   PYTHONPATH=$AFTER python3 - "$M" <<'PY' 2>&1 | grep -vi warn
