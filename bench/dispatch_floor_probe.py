@@ -1,7 +1,7 @@
 """What a dispatch costs on this adapter when it does nothing: with a barrier before it, and without.
 
 N dispatches of a kernel whose invocation 0 adds one to a buffer's first word, in one compute pass,
-timed from submit to idle (best of 3, net of an empty round trip). "chained": every dispatch binds the
+timed from submit to idle (roofline_probe.timed: best of 3, net of an empty round trip). "chained": every dispatch binds the
 same buffer, so wgpu orders each after the last with a barrier (as a decode step's dependent kernels
 are). "independent": each binds a buffer of its own, used before in an earlier submit, so nothing in
 the pass needs a barrier. The counters are read back and checked, so a dispatch that did not run shows.
@@ -13,29 +13,15 @@ Prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
-import time
+import itertools
 from pathlib import Path
 
 import numpy as np
 from results_file import write_results  # bench/, beside this script
+from roofline_probe import timed  # bench/: `reps` calls in one pass, best of 3, net of an empty round trip
 from wgsl_file import load_kernel
 
 from bonsai.gpu.device import Gpu
-
-
-def _timed(gpu: Gpu, record) -> float:
-    """Best seconds of 3 trials of `record()` then a wait, net of an empty round trip."""
-    gpu.wait()
-    t0 = time.perf_counter()
-    gpu.wait()
-    empty = time.perf_counter() - t0
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        record()
-        gpu.wait()
-        best = min(best, time.perf_counter() - t0 - empty)
-    return best
 
 
 def main() -> None:
@@ -53,14 +39,12 @@ def main() -> None:
     gpu.wait()
     rows = []
     for groups in (1, 132, 1056):
-        for label, bufs in (("chained", [shared] * n), ("independent", own)):
-            def record(bufs=bufs, groups=groups):
-                for buf in bufs:
-                    gpu.dispatch(kernel, [buf], (groups,))
-            s = _timed(gpu, record)
-            rows.append({"case": f"{label}, {groups} workgroups", "dispatches": n, "us_per_dispatch": s / n * 1e6})
+        for label, bufs in (("chained", [shared]), ("independent", own)):
+            cycle = itertools.cycle(bufs)
+            s = timed(gpu, lambda cycle=cycle, groups=groups: gpu.dispatch(kernel, [next(cycle)], (groups,)), n)
+            rows.append({"case": f"{label}, {groups} workgroups", "dispatches": n, "us_per_dispatch": s * 1e6})
     got = np.frombuffer(gpu.read(shared, 4), dtype=np.uint32)[0]
-    want = 1 + 3 * 3 * n  # the warm-up, then 3 trials for each of 3 workgroup counts
+    want = 1 + 3 * (1 + 3 * n)  # the first use, then per workgroup count `timed`'s warm-up call and 3 x n
     if got != want:
         raise SystemExit(f"the shared counter is {got}, expected {want}: dispatches were lost")
     print(f"adapter: {gpu.adapter.info.get('device', '?')} ({gpu.adapter.info.get('backend_type', '?')})")
