@@ -28,16 +28,22 @@ class Tile:
     def invocations(self) -> int:
         return self.bm // self.tm * (self.bn // 4)
 
+    @property
+    def items(self) -> tuple[float, float]:
+        """(weight, activation) items each invocation stages per chunk: the kernel's NW = 4 BM / WG and
+        NX = 8 BN / WG (a fraction where they do not divide)."""
+        return 4 * self.bm / self.invocations, 8 * self.bn / self.invocations
+
     def check(self, max_invocations: int) -> None:
         """Raise ValueError for a tile the kernel cannot run, GpuLimitError for one this adapter cannot."""
         if self.tm not in (4, 8) or self.bm % self.tm or self.bn % 4 or min(self.bm, self.bn) <= 0:
             raise ValueError(f"tile {self}: TM must be 4 or 8 and divide BM, BN a multiple of 4")
         if (self.bm + self.bn) * 32 * 4 > WORKGROUP_BYTES:
             raise ValueError(f"tile {self}: (BM + BN) x 32 floats exceed {WORKGROUP_BYTES} bytes of workgroup memory")
-        if (16 * self.tm) % self.bn or 16 * self.tm // self.bn not in (1, 2) or (32 * self.tm) % self.bm \
-                or 32 * self.tm // self.bm not in (2, 4):
-            raise ValueError(f"tile {self}: each invocation must stage 1 or 2 weight items (16 TM / BN) and 2 or 4 "
-                             "activation items (32 TM / BM) per chunk, e.g. 64x64x4, 64x64x8, 32x32x4")
+        weight_items, activation_items = self.items
+        if weight_items not in (1, 2) or activation_items not in (2, 4):
+            raise ValueError(f"tile {self}: each invocation must stage 1 or 2 weight items (4 BM / invocations) and "
+                             "2 or 4 activation items (8 BN / invocations) per chunk, e.g. 64x64x4, 64x64x8, 32x32x4")
         if self.invocations > max_invocations:
             raise GpuLimitError(f"tile {self}: {self.invocations} invocations per workgroup, above this adapter's "
                                 f"maxComputeInvocationsPerWorkgroup ({max_invocations})")
