@@ -191,9 +191,9 @@ final12)
   ;;
 s13)
   # bench/device_run.sh s13 [KV] (carry .whl .gl .ll .before .var; .before = `git archive <main> runtime/bonsai bench`,
-  # .var/NAME/runtime = this tree with attention.PROMPT_TILE patched): per tree the 512-token prefill step's
-  # blocks fold by kernel (round 1), then prefill 512 (best of 3) and decode 256 after 1,024 (two rounds); this
-  # each tree's prefill phases (record, gpu, sync); llama.cpp
+  # .var/NAME/runtime = patched copies of this tree): per tree the 512-token prefill step by kernel (round 1; GREP
+  # picks the rows, default the blocks fold), then prefill 512 (best of 3) and decode 256 after 1,024 (two rounds);
+  # then each tree's prefill phases (record, gpu, sync); llama.cpp
   M=$(model_and_peer)
   for round in 1 2; do
     for d in .before/ .var/*/; do
