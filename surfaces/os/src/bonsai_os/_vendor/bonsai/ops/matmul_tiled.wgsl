@@ -118,6 +118,35 @@ fn put_x(i: u32, v: vec4<f32>) {  // k-major: xs[k][token / 4][token % 4]
     xs[at + 3u * (BN / 4u)][t] = v.w;
 }
 
+// What invocation li stages of one chunk: NW weight items (w1 unused when NW is 1) and NX activation
+// items (x2, x3 unused when NX is 2), items li, li + WG, ... of the tiles; `Tile.check` allows 1-2 and 2-4.
+// Named fields, not arrays indexed by a counter (the top of this file).
+struct Items { w0: array<vec4<f32>, 2>, w1: array<vec4<f32>, 2>, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32> }
+
+fn fetch(li: u32, c: u32, r0: u32, n: u32, row_bytes: u32, t0: u32, nt: u32, xs_: u32, xo: u32) -> Items {
+    var it: Items;
+    it.w0 = load_w(li, c, r0, n, row_bytes);
+    if (NW == 2u) { it.w1 = load_w(li + WG, c, r0, n, row_bytes); }
+    it.x0 = load_x(li, c, t0, nt, xs_, xo);
+    it.x1 = load_x(li + WG, c, t0, nt, xs_, xo);
+    if (NX == 4u) {
+        it.x2 = load_x(li + 2u * WG, c, t0, nt, xs_, xo);
+        it.x3 = load_x(li + 3u * WG, c, t0, nt, xs_, xo);
+    }
+    return it;
+}
+
+fn stage(li: u32, it: Items) {
+    put_w(li, it.w0);
+    if (NW == 2u) { put_w(li + WG, it.w1); }
+    put_x(li, it.x0);
+    put_x(li + WG, it.x1);
+    if (NX == 4u) {
+        put_x(li + 2u * WG, it.x2);
+        put_x(li + 3u * WG, it.x3);
+    }
+}
+
 fn store(r: u32, t: u32, v: f32) {
     if (OUT == 2u) {
         store_split(r, t, v);
@@ -140,34 +169,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // (bench/roofline_probe.py, bench/NOTES.md session 10)
     var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0;
     var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
-    // Chunk c + 1's weights and activations are loaded into registers (NW weight items, NX activation items
-    // per invocation: `Tile.check` allows 1-2 and 2-4) while chunk c is multiplied, so the workgroup does
-    // not stand idle waiting for global memory between chunks. The same values land in ws and xs.
-    var pw0 = load_w(li, 0u, r0, n, row_bytes);
-    var pw1 = pw0;
-    if (NW == 2u) { pw1 = load_w(li + WG, 0u, r0, n, row_bytes); }
-    var px0 = load_x(li, 0u, t0, nt, xs_, xo);
-    var px1 = load_x(li + WG, 0u, t0, nt, xs_, xo);
-    var px2 = px0; var px3 = px0;
-    if (NX == 4u) { px2 = load_x(li + 2u * WG, 0u, t0, nt, xs_, xo); px3 = load_x(li + 3u * WG, 0u, t0, nt, xs_, xo); }
+    // Chunk c + 1's items are fetched into registers while chunk c is multiplied, so the workgroup does not
+    // stand idle waiting for global memory between chunks. The same values land in ws and xs.
     let nc = k / 32u;
+    var items = fetch(li, 0u, r0, n, row_bytes, t0, nt, xs_, xo);
     for (var c = 0u; c < nc; c++) {
-        put_w(li, pw0);
-        if (NW == 2u) { put_w(li + WG, pw1); }
-        put_x(li, px0);
-        put_x(li + WG, px1);
-        if (NX == 4u) { put_x(li + 2u * WG, px2); put_x(li + 3u * WG, px3); }
+        stage(li, items);
         workgroupBarrier();
-        if (c + 1u < nc) {
-            pw0 = load_w(li, c + 1u, r0, n, row_bytes);
-            if (NW == 2u) { pw1 = load_w(li + WG, c + 1u, r0, n, row_bytes); }
-            px0 = load_x(li, c + 1u, t0, nt, xs_, xo);
-            px1 = load_x(li + WG, c + 1u, t0, nt, xs_, xo);
-            if (NX == 4u) {
-                px2 = load_x(li + 2u * WG, c + 1u, t0, nt, xs_, xo);
-                px3 = load_x(li + 3u * WG, c + 1u, t0, nt, xs_, xo);
-            }
-        }
+        if (c + 1u < nc) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
         for (var kk = 0u; kk < 32u; kk += 2u) {  // two k a round, their loads first (the same sums in k order)
             let xv = xs[kk * (BN / 4u) + tc];
             let wv = ws[kk * (BM / 4u) + tr];
