@@ -1,7 +1,9 @@
 """The blocks attention variant (parallel block folds merged in block order) keeps the invariant bit for bit.
 
 Blocks are shrunk to 8 positions so short caches on lavapipe cross many block and window
-boundaries (windows ending inside a block carry the open block's fold in the state).
+boundaries (windows ending inside a block carry the open block's fold in the state). Lavapipe binds
+32 storage buffers, so the merge runs inside the fold dispatch (blocks.wgsl's fold_merge) unless a test
+turns FUSE_MERGE off for the two-dispatch path (merge_blocks.wgsl) adapters with fewer buffers take.
 """
 
 from __future__ import annotations
@@ -22,10 +24,64 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(attention, "BLOCK", 8)
 
 
-def test_blocks_variant_windowed_equals_whole_bit_for_bit(gpu):
+# The merge in the fold's dispatch (fold_merge), or in a dispatch of its own (merge_blocks.wgsl): the
+# kernel file each path's merge code is compiled into, for the mutation tests.
+MERGE_PATHS = {"fused": "blocks.wgsl", "separate": "merge_blocks.wgsl"}
+
+
+def _fuse_every_call(monkeypatch) -> None:
+    """fold_merge for every call, batches too (the runtime keeps it to decode steps: FUSED_TOKENS)."""
+    monkeypatch.setattr(attention, "FUSE_MERGE", True)
+    monkeypatch.setattr(attention, "FUSED_TOKENS", 1 << 16)
+
+
+@pytest.fixture(params=sorted(MERGE_PATHS))
+def merge_path(request, monkeypatch):
+    if request.param == "fused":
+        _fuse_every_call(monkeypatch)
+    else:
+        monkeypatch.setattr(attention, "FUSE_MERGE", False)
+    return request.param
+
+
+def test_blocks_variant_windowed_equals_whole_bit_for_bit(gpu, merge_path):
     results = run_matrix(gpu, matrix(30, modes=("f32", "q4", "q4r"), prefill=5), [1, 2, 5, 8, 11, 16],
                          variant="blocks")
     assert results and all(r.ok for r in results), [r for r in results if not r.ok][:3]
+
+
+def test_both_merge_paths_give_the_same_bits(gpu, monkeypatch):
+    """fold_merge merges in whichever workgroup finishes last, merge_blocks.wgsl in a dispatch of its own:
+    the same operations in the same order, so the same output bits (prefill and decode, windows inside blocks)."""
+    rng = np.random.default_rng(7)
+    kv_len, n_q = 45, 5
+    kv = gpu.upload(rng.standard_normal((kv_len, 4, 64)).astype(np.float32))
+    q = gpu.upload(rng.standard_normal((n_q, 8, 64)).astype(np.float32))
+    wins = [Window(kv, kv, 0, 13), Window(kv, kv, 13, 30), Window(kv, kv, 30, kv_len)]
+    outs = {}
+    for path in sorted(MERGE_PATHS):
+        if path == "fused":
+            _fuse_every_call(monkeypatch)
+        else:
+            monkeypatch.setattr(attention, "FUSE_MERGE", False)
+        att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
+        assert att.fuses_merge == (path == "fused")
+        out, state = gpu.buffer(n_q * 8 * 64 * 4), gpu.buffer(att.state_bytes(n_q))
+        att.record(q, out, state, kv_len - n_q, n_q, wins)
+        outs[path] = np.frombuffer(gpu.read(out), np.uint32)
+    assert outs["fused"].any() and np.array_equal(outs["fused"], outs["separate"])
+
+
+# fold_merge's hand-over: the workgroup that counts the window's last block merges, and resets the count.
+@pytest.mark.parametrize(("old", "new"), [
+    ("atomicAdd(&part[counter(idx)], 1u) + 1u == window_blocks()", "atomicAdd(&part[counter(idx)], 1u) == 0u"),
+    ("if (last) { atomicStore(&part[counter(idx)], 0u); }", "if (last) { }"),
+], ids=["the first to finish merges", "the count is never reset"])
+def test_a_wrong_hand_over_to_the_merging_workgroup_is_caught(gpu, monkeypatch, old, new):
+    _fuse_every_call(monkeypatch)
+    patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
+    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=5), [1, 8, 11], variant="blocks")
+    assert any(not r.ok for r in results)
 
 
 def test_blocks_variant_every_mode(gpu):
@@ -108,26 +164,41 @@ def test_every_injected_bug_is_caught_in_the_blocks_variant(gpu, name):
     assert any(not r.ok for r in results)
 
 
-# Rounds of staged block folds (merge_blocks.wgsl): with 8-position blocks a 100-position window holds 13
+# Rounds of staged block folds (merge.wgsl): with 8-position blocks a 100-position window holds 13
 # blocks (invocations past lavapipe's first 8-wide batch stage some), and 300 positions take two rounds.
 @pytest.mark.parametrize(("old", "new", "kv_len", "windows"), [
     ("        workgroupBarrier();\n        for (var i = 0u; i < cnt;", "        for (var i = 0u; i < cnt;", 100, [100, 67]),
     ("        workgroupBarrier();  // every invocation has merged this round", "        //", 300, [300, 131]),
 ], ids=["merge before the round's folds are staged", "next round staged while this one merges"])
-def test_a_racy_merge_is_caught(gpu, monkeypatch, old, new, kv_len, windows):
+def test_a_racy_merge_is_caught(gpu, monkeypatch, merge_path, old, new, kv_len, windows):
     """Mutation: without a barrier around the staged round of block folds, lavapipe's 8-wide SIMD lets
     some invocations merge values other invocations have not written yet (or have overwritten): the
     windowed runs no longer match. (The rounds' barriers also order every invocation's reading of
     MAIN's (m, l) before invocation 0 rewrites it.)"""
     cases = matrix(kv_len, modes=("f32",), head_dims=(64,), prefill=1)
     assert all(r.ok for r in run_matrix(gpu, cases, windows, variant="blocks"))
-    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", old, new)
+    patch_shader(monkeypatch, gpu, MERGE_PATHS[merge_path], old, new)
     results = run_matrix(gpu, cases, windows, variant="blocks")
     assert any(not r.ok for r in results)
 
 
-def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
-    """Two dispatches per window (fold, merge) and none after them; still exact (the matrix above)."""
+def test_only_decode_steps_fold_and_merge_in_one_dispatch(gpu):
+    """By default fold_merge serves one-token calls; a batch's windows take fold and merge_blocks.wgsl."""
+    att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
+    assert att.fuses_merge  # lavapipe binds 32 storage buffers
+    kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
+    wins = [Window(kv, kv, 0, 12), Window(kv, kv, 12, 20)]
+    for n_q, per_window in [(1, 1), (2, 2), (5, 2)]:
+        q, out, state = gpu.buffer(n_q * 8 * 64 * 4), gpu.buffer(n_q * 8 * 64 * 4), gpu.buffer(att.state_bytes(n_q))
+        att.plan(wins, 20 - n_q, n_q)
+        before = gpu.dispatch_count
+        att.record(q, out, state, 20 - n_q, n_q, wins)
+        assert gpu.dispatch_count - before == per_window * len(wins), n_q
+
+
+def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu, merge_path):
+    """One dispatch per window (fold_merge), or two (fold, merge), and none after them; still exact (the
+    matrix above)."""
     att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
     kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
     q, out, state = gpu.upload(np.ones((1, 8, 64), np.float32)), gpu.buffer(8 * 64 * 4), gpu.buffer(att.state_bytes(1))
@@ -135,14 +206,70 @@ def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu):
     att.plan(wins, 19, 1)
     before = gpu.dispatch_count
     att.record(q, out, state, 19, 1, wins)
-    assert gpu.dispatch_count - before == 2 * len(wins)
+    assert gpu.dispatch_count - before == (1 if merge_path == "fused" else 2) * len(wins)
     assert np.array_equal(np.frombuffer(gpu.read(out), np.float32), np.zeros(8 * 64, np.float32))
 
 
-def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch):
+def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch, merge_path):
     """Mutation: the last merge writes acc / l of MAIN alone; windowed runs agree with the whole one, but
     not with fp64 attention (the open block's positions are missing)."""
-    patch_shader(monkeypatch, gpu, "merge_blocks.wgsl", "        if (pl == 0.0) {\n            out[",
+    patch_shader(monkeypatch, gpu, MERGE_PATHS[merge_path], "        if (pl == 0.0) {\n            out[",
                  "        if (true) {\n            out[")
     results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
     assert any(not r.ok for r in results)
+
+
+def _counter_overlaps(att, calls) -> list[tuple[int, int]]:
+    """Calls (n, blocks) of `_part_for` in order whose folds reach a counter an earlier call used in the same
+    buffer (those words would hold fold bits when the earlier call's count next starts from them)."""
+    used: dict[int, int] = {}  # id(buffer) -> most counters used at its end
+    bad = []
+    for n, blocks in calls:
+        buf = att._part_for(n, blocks)
+        words = int(buf.size) // 4
+        if n * blocks * att.fold_floats > words - used.get(id(buf), 0):
+            bad.append((n, blocks))
+        used[id(buf)] = max(used.get(id(buf), 0), n)
+        assert n * blocks * att.fold_floats + n <= words
+    return bad
+
+
+# a prompt's many (token, head)s over one block, then a decode step's few over many blocks, then the prompt's
+# again: with 66-float folds the decode's 101 blocks end inside the counters the prompt's 100 used
+MIXED = [(100, 1), (1, 101), (100, 1), (9, 3), (4608, 8), (9, 17), (4608, 1)]
+
+
+def test_block_folds_never_reach_a_counter_in_use(gpu):
+    att = Attention(gpu, 9, 3, 64, "f32", variant="blocks")
+    assert not _counter_overlaps(att, MIXED)
+
+
+def test_a_part_buffer_reused_while_the_folds_fit_past_this_calls_counters_is_caught(gpu, monkeypatch):
+    """Mutation: reuse `part` whenever this call's folds and counters fit, forgetting the counters earlier
+    calls left at its end."""
+    def fits(self, n, blocks):
+        need = n * blocks * self.fold_floats + n
+        if self._part is None or int(self._part.size) // 4 < need:
+            self._part = self.gpu.buffer(4 * need)
+        return self._part
+
+    monkeypatch.setattr(Attention, "_part_for", fits)
+    assert _counter_overlaps(Attention(gpu, 9, 3, 64, "f32", variant="blocks"), MIXED)
+
+
+def test_prompts_and_decode_steps_in_turn_give_the_bits_of_fresh_drivers(gpu):
+    """One driver's calls with many and few (token, head)s in turn (its part buffer grows and is reused)
+    give the output bits of a fresh driver per call."""
+    rng = np.random.default_rng(3)
+    kv_len = 200
+    kv = gpu.upload(rng.standard_normal((kv_len, 3, 64)).astype(np.float32))
+    shared = Attention(gpu, 9, 3, 64, "f32", variant="blocks")
+    for n_q, start in [(1, 0), (40, 100), (1, 0), (1, 150), (40, 0), (1, 0)]:
+        q = gpu.upload(rng.standard_normal((n_q, 9, 64)).astype(np.float32))
+        wins = [Window(kv, kv, start, kv_len)]
+        got = []
+        for att in (shared, Attention(gpu, 9, 3, 64, "f32", variant="blocks")):
+            out, state = gpu.buffer(n_q * 9 * 64 * 4), gpu.buffer(att.state_bytes(n_q))
+            att.record(q, out, state, kv_len - n_q, n_q, wins)
+            got.append(np.frombuffer(gpu.read(out), np.uint32))
+        assert got[0].any() and np.array_equal(got[0], got[1]), (n_q, start)
