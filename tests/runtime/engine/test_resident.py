@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+import bonsai.kv.cache as cache_module
 from bonsai.engine.forward import GpuModel
 from bonsai.engine.native import load_engine
+from bonsai.kv.errors import KVError
 from bonsai.kv.handover import Handover
+from bonsai.kv.master import HostMaster
 from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)  # untied: varied ids
@@ -128,3 +131,42 @@ def test_a_handover_that_pads_every_step_to_its_room_is_caught(engine, monkeypat
         assert got > bound, (got, bound)
     else:  # f32 has no group: its room is one position's rows, as before
         assert got <= bound
+
+
+def test_a_blocks_rows_reach_the_master_in_a_few_copies(engine, monkeypatch):
+    """A 16-step block's one-position entries are joined per layer (`staging.coalesce`) before they are
+    committed: the master takes one copy per layer, kind and block, not one per step."""
+    puts = []
+    real = HostMaster.put
+    monkeypatch.setattr(HostMaster, "put", lambda self, *a: puts.append(a[:3]) or real(self, *a))
+    _run(engine, 16, max_tokens=40)
+    lay = engine.cache.layout
+    block_puts = [p for p in puts if p[2] >= len(PROMPT)]
+    if lay.mode.grouped:  # q4res keeps the newest group's rows in the host residual: no master put at all
+        assert not block_puts
+    else:
+        blocks = sorted({p[2] for p in block_puts})
+        assert len(blocks) == 3 and len(block_puts) == 2 * lay.n_layers * len(blocks), block_puts
+
+
+def _residual(eng) -> bytes:
+    r = eng.cache.residual
+    return b"".join(bytes(b) for b in [*r.host_k, *r.host_v])
+
+
+def test_rows_joined_across_a_group_entry_are_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: joining a layer's rows across the group entry its 64th position booked (the groups left for
+    last) commits the next group's rows into q4res's host residual before the full group moves it on: the
+    residual no longer holds the newest group's rows."""
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    eng = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=128, progress=False)
+    one, res_one = _run(eng, 1), _residual(eng)
+    assert _run(eng, 16) == one and _residual(eng) == res_one and res_one.count(0) < len(res_one)
+    real = cache_module.coalesce
+    monkeypatch.setattr(cache_module, "coalesce",
+                        lambda rows: real([r for r in rows if not r[0].group] + [r for r in rows if r[0].group]))
+    try:
+        bad = _run(eng, 16), _residual(eng)
+    except KVError:  # the residual saw its rows out of order
+        return
+    assert bad != (one, res_one)
