@@ -1,4 +1,4 @@
-"""Driver of the windowed online-softmax attention kernels (fold per window, then finalize).
+"""Driver of the windowed online-softmax attention kernels (fold per window, then finalize or merge).
 
 `Attention.record` folds a list of windows, in increasing position order, into a state buffer
 and then writes `acc / l` to the output. The invariant that makes any windowing bit-identical to
@@ -25,11 +25,18 @@ from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the
 # invariant; the tests run both.
 # "serial": one invocation per (token, head) folds the window's positions (serial.wgsl).
 # "blocks": blocks.wgsl folds every BLOCK-position block of a window in parallel (one
-# workgroup per block and (token, head)), then merge_blocks.wgsl merges them in block order; blocks
+# workgroup per block and (token, head)) and merges them in block order (merge.wgsl); blocks
 # are aligned to absolute positions and an open block's fold is carried in the state, so the
-# invariant holds for any windowing (see blocks.wgsl). Two dispatches per window.
+# invariant holds for any windowing (see blocks.wgsl). A decode step's query (one token) takes one dispatch
+# per window (`fold_merge`: the last workgroup of a (token, head) to finish merges); batches, adapters that
+# cannot bind fold_merge's FOLD_MERGE_BUFFERS storage buffers, and FUSE_MERGE off take two (fold, then
+# merge_blocks.wgsl). On the H200 fold_merge made decode 1.09-1.11x faster and a 512-token prefill 0.84-0.90x
+# (bench/NOTES.md, session 15): its merge's workgroup memory leaves fewer fold workgroups per SM.
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
+FUSE_MERGE = True  # blocks variant: fold and merge in one dispatch where the adapter allows (read at construction)
+FUSED_TOKENS = 1  # ... for calls of at most this many query tokens (decode steps)
+FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
 # Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
 # least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
 # silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
@@ -87,6 +94,7 @@ class Attention:
         self.step = step
         self.variant = default_variant(gpu, head_dim) if variant == "auto" else variant
         self.block = BLOCK  # read at construction, so a test can shrink it
+        self._loop_blocks_cached: dict[bool, int] = {}
         self.folds = 2 if self.variant == "blocks" else 1  # state.wgsl: MAIN (and the blocks' PARTIAL)
         self.fold_floats = head_dim + 2  # one fold: m, l, acc[head_dim]
         self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
@@ -98,13 +106,22 @@ class Attention:
         # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
         # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
         self.combines = self.variant == "blocks" and m.v_residual
+        # blocks variant: each window's fold and merge in one dispatch (blocks.wgsl's fold_merge)
+        self.fuses_merge = (self.variant == "blocks" and FUSE_MERGE
+                            and gpu.limits.max_storage_buffers >= FOLD_MERGE_BUFFERS)
         self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
         # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
         # has a residual too) by a kernel of its own: same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
+        # (fold, residual fold) with the merge in them, for decode steps
+        self.fused: tuple[Any, Any] | None = None
+        if self.fuses_merge:
+            fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_merge")
+            self.fused = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_merge") if m.grouped else fold)
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
-            self._part: Any = None  # the window's block folds [n_q * n_heads, blocks, fold_floats] f32
+            self._part: Any = None  # the window's block folds, then counters at its end (block_state.wgsl)
+            self._counters = 0  # counter words at the end of `_part` some call has used (all 0 between dispatches)
         self.finalize = gpu.kernel(__package__, "finalize.wgsl", HEAD_DIM=head_dim, FOLDS=self.folds)
         self.rotate = None
         if m.rotate_k:
@@ -113,7 +130,8 @@ class Attention:
         self._qr: Any = None
         self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
 
-    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False) -> Any:
+    def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False,
+                     entry: str = "main") -> Any:
         mu = self.mutations
         if self.variant == "serial" and not {kf.bits, vf.bits} <= {4, 8, 32}:  # serial.wgsl: K_STEP, V_STEP
             raise KVError(f"serial attention decodes 4-, 8- or 32-bit rows, not {kf.name}/{vf.name}")
@@ -123,7 +141,7 @@ class Attention:
             if filename is None:
                 consts["RESIDUAL"] = residual
         return self.gpu.kernel(
-            __package__, filename or VARIANTS[self.variant], FOLDS=self.folds, **consts,
+            __package__, filename or VARIANTS[self.variant], entry, FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
@@ -139,19 +157,44 @@ class Attention:
 
         serial: an invocation loops head_dim / 2 + 2 times per position (the dot product with K, the
         update of acc, four dimensions each), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
-        the merge loops once per block of the dispatch, the blocks of a dispatch are one workgroup
-        dimension (<= MAX_GROUPS), and the block folds (`_part`) must fit one storage binding.
+        the merge loops about once per block of the dispatch (`merge_loops`; in fold_merge after a block's
+        fold), the blocks of a dispatch are one workgroup dimension (<= MAX_GROUPS), and the counters and
+        block folds (`_part`) must fit one storage binding.
         """
         if self.variant == "serial":  # two loops of head_dim / 4 per position (four dimensions at a time)
             per_position, fixed = self.head_dim // 2 + 4, self.head_dim + 64
             return max(1, (LOOP_BUDGET - fixed) // per_position)
         part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
-        blocks = min(MAX_GROUPS, LOOP_BUDGET - 64, self.gpu.max_binding_bytes // part_row)
+        room = (self.gpu.max_binding_bytes - 4 * n_q * self.n_heads) // part_row
+        blocks = min(MAX_GROUPS, self._loop_blocks(self.fused is not None and n_q <= FUSED_TOKENS), room)
         if blocks < 1:
             raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
                           f"({part_row} bytes) exceed this adapter's maxStorageBufferBindingSize "
                           f"({self.gpu.max_binding_bytes} bytes); use fewer tokens per step")
         return blocks * self.block
+
+    def merge_loops(self, blocks: int) -> int:
+        """Loop iterations one invocation of merge.wgsl runs for a window of `blocks` blocks: per round of
+        ROUND blocks, the round itself, its loads eight at a time, the rest one at a time, and the merge."""
+        per_round = min(self.head_dim, 2048 // self.head_dim)
+        loops = 0
+        for r0 in range(0, blocks, per_round):
+            cnt = min(per_round, blocks - r0)
+            loops += 1 + cnt // 8 + cnt % 8 + cnt
+        return loops
+
+    def _loop_blocks(self, fused: bool) -> int:
+        """The most blocks one dispatch's merge may cover within LOOP_BUDGET, after (`fused`: fold_merge) one
+        block's fold: at most every score and V load of BLOCK positions one iteration per value, generously."""
+        cached = self._loop_blocks_cached.get(fused)
+        if cached is None:
+            fold = 4 * (self.block + self.head_dim) + 64 if fused else 64
+            lo, hi = 1, MAX_GROUPS
+            while lo < hi:  # the largest count whose loops fit (merge_loops grows with blocks)
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if self.merge_loops(mid) + fold <= LOOP_BUDGET else (lo, mid - 1)
+            cached = self._loop_blocks_cached[fused] = lo
+        return cached
 
     def pieces(self, windows: list[Window], n_q: int) -> list[Window]:
         """`windows` cut at the multiples of `max_span(n_q)` inside them (absolute positions).
@@ -241,7 +284,8 @@ class Attention:
                           f"{span} one dispatch may cover; cut windows with `pieces`")
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
-        fold = self.fold_residual if win.residual else self.fold
+        fused = self.fused if n_q <= FUSED_TOKENS else None
+        fold = (fused or (self.fold, self.fold_residual))[1 if win.residual else 0]
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
             kt, vt = self._texture(win.k), self._texture(win.v)
             self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
@@ -249,16 +293,32 @@ class Attention:
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
                           f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
-        blocks = self.fold_shape(win)
-        need = n * blocks * self.fold_floats * 4
-        if self._part is None or self._part.size < need:
-            self._part = self.gpu.buffer(need)
+        part = self._part_for(n, self.fold_shape(win))
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
         rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
         # win.k is bound twice: as words (`kc`) and as 16-byte vectors (`kc4`, f32 K's loads)
-        self.gpu.dispatch(fold, [params, wp, q, win.k, win.v, state, self._part, rows, win.k], (blocks, n))
-        self.gpu.dispatch(self.merge, [params, wp, state, self._part, out], grid(n))
+        bound = [params, wp, q, win.k, win.v, state, part, rows, win.k]
+        blocks = self.fold_shape(win)
+        if fused is not None:
+            self.gpu.dispatch(fold, [*bound, out], (blocks, n))
+            return
+        self.gpu.dispatch(fold, bound, (blocks, n))
+        self.gpu.dispatch(self.merge, [params, wp, state, part, out], grid(n))
+
+    def _part_for(self, n: int, blocks: int) -> Any:
+        """The buffer of a window's block folds for n (token, head)s: folds from word 0, one counter per (token,
+        head) at its end (block_state.wgsl). Folds never reach a counter any call has used since the buffer was
+        made (a fold's bits there would be a wrong count later): a call that needs more room or more counters
+        gets a new, zero-filled buffer (a taped step keeps binding the old one, whose words it still fits)."""
+        folds = n * blocks * self.fold_floats
+        if self._part is not None and n <= self._counters and folds + self._counters <= int(self._part.size) // 4:
+            return self._part
+        counters = max(n, self._counters)
+        if 4 * (folds + counters) > self.gpu.max_binding_bytes:
+            counters = n
+        self._part, self._counters = self.gpu.buffer(4 * (folds + counters)), counters
+        return self._part
 
     def _texture(self, rows: Any) -> WordTexture:
         """K or V rows as the serial kernel reads them: a word texture as given (the cache keeps one per

@@ -1,22 +1,13 @@
-// The blocks variant, step 2 of 2: merge the window's block folds into the state, in block order.
-//
-// Per (token t, head h) and block b the window touched (its positions for t: [lo, hi), see
-// blocks.wgsl): if the block is complete (hi == its end) its fold is merged into MAIN
-//     m' = max(M, m_b);  a = exp(M - m');  c = exp(m_b - m');  L = L a + l_b c;  ACC = ACC a + acc_b c
-// and PARTIAL is emptied; otherwise (the window or the causal bound ends inside it) its fold becomes
-// PARTIAL, which the next window continues or finalize.wgsl merges last. l > 0 for any fold
-// of at least one position (its largest score contributes exp(0) = 1), so PARTIAL is empty iff l == 0.
-// One workgroup per (token, head), HD invocations: invocation j owns acc[j]; m and l are computed
-// identically by all. The call's last window (bit 1 of w.first) also finishes the call: PARTIAL, when
-// not empty, merged into MAIN as above, then out = acc / l, the one and only normalisation (the
-// operations of finalize.wgsl, which the serial variant runs; one dispatch fewer per call).
+// The blocks variant, step 2 of 2 where the adapter cannot bind blocks.wgsl's fold_merge (10 storage buffers):
+// merge the window's block folds into the state, in block order (merge.wgsl says how). One workgroup per
+// (token, head), HD invocations.
 
 //#include "query.wgsl"
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> w: Window;
 @group(0) @binding(2) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]
-@group(0) @binding(3) var<storage, read> part: array<f32>;         // written by blocks.wgsl
+@group(0) @binding(3) var<storage, read_write> part: array<atomic<u32>>;  // written by blocks.wgsl
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;    // [n_q, n_heads, HD], the last window only
 
 //#include "../format/row_format.wgsl"
@@ -25,122 +16,11 @@
 
 //#include "block_state.wgsl"
 
-// Blocks merged per round (8 KB of their acc in workgroup memory, within WebGPU's default 16 KB).
-const ROUND: u32 = min(HD, 2048u / HD);
-var<workgroup> bm_s: array<f32, ROUND>;       // a round's block maxima
-var<workgroup> bl_s: array<f32, ROUND>;       // ... their sums
-var<workgroup> ba_s: array<f32, ROUND * HD>;  // ... and their acc, block-major
+//#include "merge.wgsl"
 
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let idx = wid.y * 65535u + wid.x;
     if (idx >= p.n_q * p.n_heads) { return; }
-    let j = lid.x;
-    let sb = main_fold(idx);
-    let pb = partial_fold(idx);
-    var mm = NEG_BIG;
-    var ll = 0.0;
-    var aa = 0.0;
-    var pm = NEG_BIG;
-    var pl = 0.0;
-    var pa = 0.0;
-    if ((w.first & 1u) == 0u) {
-        mm = state[sb + M_AT];
-        ll = state[sb + L_AT];
-        aa = state[sb + ACC_AT + j];
-        pm = state[pb + M_AT];
-        pl = state[pb + L_AT];
-        pa = state[pb + ACC_AT + j];
-    }
-    workgroupBarrier();  // every invocation has read m and l before invocation 0 overwrites them
-    let end = min(w.end, causal_end(idx / p.n_heads));
-    let b0 = w.start / BLOCK;
-    let nblocks = window_blocks();
-    // ROUND blocks per round: their folds are first loaded into workgroup memory, eight loads written out
-    // at a time (a loop of loads waits one memory round trip per iteration on the H200, bench/NOTES.md
-    // session 7), then merged one block at a time in block order: the same operations as one block
-    // loaded per iteration.
-    for (var r0 = 0u; r0 < nblocks; r0 = r0 + ROUND) {
-        let cnt = min(ROUND, nblocks - r0);
-        if (j < cnt) {
-            let ob = (idx * nblocks + r0 + j) * FOLD;
-            bm_s[j] = part[ob + M_AT];
-            bl_s[j] = part[ob + L_AT];
-        }
-        var k = 0u;
-        for (; k + 8u <= cnt; k = k + 8u) {
-            let a0 = part[(idx * nblocks + r0 + k) * FOLD + ACC_AT + j];
-            let a1 = part[(idx * nblocks + r0 + k + 1u) * FOLD + ACC_AT + j];
-            let a2 = part[(idx * nblocks + r0 + k + 2u) * FOLD + ACC_AT + j];
-            let a3 = part[(idx * nblocks + r0 + k + 3u) * FOLD + ACC_AT + j];
-            let a4 = part[(idx * nblocks + r0 + k + 4u) * FOLD + ACC_AT + j];
-            let a5 = part[(idx * nblocks + r0 + k + 5u) * FOLD + ACC_AT + j];
-            let a6 = part[(idx * nblocks + r0 + k + 6u) * FOLD + ACC_AT + j];
-            let a7 = part[(idx * nblocks + r0 + k + 7u) * FOLD + ACC_AT + j];
-            ba_s[k * HD + j] = a0;
-            ba_s[(k + 1u) * HD + j] = a1;
-            ba_s[(k + 2u) * HD + j] = a2;
-            ba_s[(k + 3u) * HD + j] = a3;
-            ba_s[(k + 4u) * HD + j] = a4;
-            ba_s[(k + 5u) * HD + j] = a5;
-            ba_s[(k + 6u) * HD + j] = a6;
-            ba_s[(k + 7u) * HD + j] = a7;
-        }
-        for (; k < cnt; k = k + 1u) { ba_s[k * HD + j] = part[(idx * nblocks + r0 + k) * FOLD + ACC_AT + j]; }
-        workgroupBarrier();
-        for (var i = 0u; i < cnt; i = i + 1u) {
-            let bb = b0 + r0 + i;
-            let lo = max(w.start, bb * BLOCK);
-            let hi = min(end, (bb + 1u) * BLOCK);
-            if (lo >= hi) { break; }  // this token sees nothing of the window from here on
-            let bm = bm_s[i];
-            let bl = bl_s[i];
-            let ba = ba_s[i * HD + j];
-            if (hi == (bb + 1u) * BLOCK) {
-                let m_new = max(mm, bm);
-                let a = exp(mm - m_new);
-                let c = exp(bm - m_new);
-                ll = ll * a + bl * c;
-                aa = aa * a + ba * c;
-                mm = m_new;
-                pm = NEG_BIG;
-                pl = 0.0;
-                pa = 0.0;
-            } else {
-                pm = bm;
-                pl = bl;
-                pa = ba;
-            }
-        }
-        workgroupBarrier();  // every invocation has merged this round before the next overwrites it
-    }
-    if (MUT_NORMALISE) {  // bug (3): normalise the carried folds at the window boundary and carry on
-        if (ll > 0.0) {
-            aa = aa / ll;
-            ll = 1.0;
-        }
-        if (pl > 0.0) {
-            pa = pa / pl;
-            pl = 1.0;
-        }
-    }
-    if ((w.first & 2u) != 0u) {  // the last window: out = acc / l (PARTIAL merged first where not empty)
-        if (pl == 0.0) {
-            out[idx * HD + j] = aa / ll;
-            return;
-        }
-        let m_new = max(mm, pm);
-        let a = exp(mm - m_new);
-        let c = exp(pm - m_new);
-        out[idx * HD + j] = (aa * a + pa * c) / (ll * a + pl * c);
-        return;
-    }
-    if (j == 0u) {
-        state[sb + M_AT] = mm;
-        state[sb + L_AT] = ll;
-        state[pb + M_AT] = pm;
-        state[pb + L_AT] = pl;
-    }
-    state[sb + ACC_AT + j] = aa;
-    state[pb + ACC_AT + j] = pa;
+    merge_window(idx, lid.x);
 }

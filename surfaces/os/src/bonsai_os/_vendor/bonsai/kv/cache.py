@@ -26,7 +26,7 @@ from .master import HostMaster
 from .mirrors import Mirrors
 from .residual import RESIDUAL_ROLE, Residual
 from .slots import Slots
-from .staging import Rows, Staging
+from .staging import Rows, Staging, coalesce
 from .store.scatter import Scatter
 from .store.store import Store
 from .windows import Windows
@@ -207,7 +207,7 @@ class KVCache:
             also = None
 
         def commit(more: list[Rows]) -> None:  # the staged rows are views of the read-back memory: commit now
-            for entry, k_rows, v_rows in rows + more:
+            for entry, k_rows, v_rows in coalesce(rows + more):
                 self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
 
         if also is not None or self._staging.pending or not rows:

@@ -44,6 +44,37 @@ class Entry:
 Rows = tuple[Entry, memoryview, memoryview]  # an entry and its K and V rows as read back
 
 
+def coalesce(rows: list[Rows]) -> list[Rows]:
+    """The same rows with each layer's consecutive row entries joined into one: positions that follow on
+    from that layer's last entry, with no group entry of the layer between them. A grouped mode books a
+    group entry when a row completes its group, so a joined entry never spans two groups (the host residual
+    takes one group at a time). Every layer's order stays as it was; layers are independent.
+
+    A GPU-resident block of 16 decode steps reads back 16 one-position entries per layer: committed one by
+    one, that is 16 x 2 copies per layer in Python while the GPU waits for the next block; joined, two.
+    """
+    out: list[list] = []
+    last: dict[int, int] = {}  # layer -> index in `out` of its latest entry, while that is a row entry
+    for e, k, v in rows:
+        i = last.pop(e.layer, None)
+        if e.group:
+            out.append([e, [k], [v]])
+            continue
+        if i is not None and out[i][0].pos + out[i][0].n == e.pos:
+            first = out[i][0]
+            out[i] = [Entry(e.layer, first.pos, first.n + e.n, first.word, first.flag, e.k_words, e.v_words),
+                      [*out[i][1], k], [*out[i][2], v]]
+        else:
+            i = len(out)
+            out.append([e, [k], [v]])
+        last[e.layer] = i
+    return [(e, _joined(k), _joined(v)) for e, k, v in out]
+
+
+def _joined(parts: list[memoryview]) -> memoryview:
+    return parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
+
+
 class Staging:
     """The staging and flag buffers of one device, and the entries booked since the last readback."""
 

@@ -12,7 +12,10 @@
 // Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations.
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
 // product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
-// It writes the block's fold to `part`; merge_blocks.wgsl decides what it means (see there).
+// It writes the block's fold to `part`; merge.wgsl decides what it means (see there). Two entry points:
+// `main` folds only, and merge_blocks.wgsl merges in a dispatch of its own; `fold_merge` also merges, in
+// the window's last workgroup per (token, head) to finish its block (one dispatch per window instead of
+// two; it binds 10 storage buffers, so only where the adapter allows that many).
 // RESIDUAL (q4res): the window may end in the f32 residual (positions from w.w0 on, fold.wgsl), so the
 // newest group is folded in the same dispatch as the quantised blocks before it, each position by the
 // same operations as in a window of its own: the invariant holds across that boundary too.
@@ -24,10 +27,11 @@
 @group(0) @binding(2) var<storage, read> q: array<f32>;        // [n_q, n_heads, HD]
 @group(0) @binding(3) var<storage, read> kc: array<u32>;       // rows [pos, n_kv, K_WORDS]
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
-@group(0) @binding(5) var<storage, read> state: array<f32>;    // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;  // [n_q, n_heads, blocks of the window, 2 + HD]
+@group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
+@group(0) @binding(6) var<storage, read_write> part: array<atomic<u32>>;  // block_state.wgsl's layout
 @group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
 @group(0) @binding(8) var<storage, read> kc4: array<vec4<u32>>; // kc's words four at a time (f32 K, fold.wgsl)
+@group(0) @binding(9) var<storage, read_write> out: array<f32>;  // fold_merge: [n_q, n_heads, HD], the last window
 
 const RESIDUAL: bool = {{RESIDUAL}};
 
@@ -52,14 +56,13 @@ var<workgroup> km: array<f32, {{HEAD_DIM}}>;
 
 //#include "fold.wgsl"
 
-@compute @workgroup_size({{HEAD_DIM}})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let idx = wid.y;
-    if (idx >= p.n_q * p.n_heads) { return; }
-    let j = lid.x;
+//#include "merge.wgsl"
+
+// Fold block k of the window for (token, head) idx into `part` (invocation j: acc[j]).
+fn fold_block(k: u32, idx: u32, j: u32) {
     let t = idx / p.n_heads;
     let g = kv_head(idx % p.n_heads);
-    let bb = w.start / BLOCK + wid.x;
+    let bb = w.start / BLOCK + k;
     let lo = max(w.start, bb * BLOCK);
     let hi = min(min(w.end, causal_end(t)), (bb + 1u) * BLOCK);
 
@@ -76,10 +79,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     workgroupBarrier();
 
     fold_range(lo, hi, g, j, &m, &l, &acc);
-    let ob = (idx * window_blocks() + wid.x) * FOLD;
+    let ob = block_fold(idx, k);
     if (j == 0u) {
-        part[ob + M_AT] = m;
-        part[ob + L_AT] = l;
+        part_put(ob + M_AT, m);
+        part_put(ob + L_AT, l);
     }
-    part[ob + ACC_AT + j] = acc;
+    part_put(ob + ACC_AT + j, acc);
+}
+
+@compute @workgroup_size({{HEAD_DIM}})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    if (wid.y >= p.n_q * p.n_heads) { return; }
+    fold_block(wid.x, wid.y, lid.x);
+}
+
+var<workgroup> last_s: u32;  // fold_merge: 1 in the workgroup that merges
+
+// The fold, then the merge by whichever workgroup of (token, head) idx finishes its block last: each one
+// makes its fold visible on the device (storageBarrier: a device-scope release, and every invocation's
+// stores done) before counting itself in idx's counter (an atomic word of `part`); the one that counts the window's last
+// block resets the count for the next dispatch, makes the others' folds visible to itself (a device-scope
+// acquire) and merges all of them, in block order: the operations of merge_blocks.wgsl, whichever
+// workgroup runs them.
+@compute @workgroup_size({{HEAD_DIM}})
+fn fold_merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let idx = wid.y;  // the dispatch is (blocks, n_q * n_heads): every idx is a real one
+    fold_block(wid.x, idx, lid.x);
+    storageBarrier();
+    if (lid.x == 0u) {
+        let last = atomicAdd(&part[counter(idx)], 1u) + 1u == window_blocks();
+        if (last) { atomicStore(&part[counter(idx)], 0u); }
+        last_s = select(0u, 1u, last);
+    }
+    if (workgroupUniformLoad(&last_s) == 0u) { return; }
+    storageBarrier();
+    merge_window(idx, lid.x);
 }
