@@ -78,7 +78,7 @@ def test_a_tall_matrix_takes_fewer_lanes_and_matches_the_reference(gpu, monkeypa
     raw = quantized("Q8_0", rows, cols, seed=40 + t)
     x = np.random.default_rng(11).standard_normal((t, cols)).astype(np.float32)
     m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q8_0"], rows, cols)
-    assert m.lanes == mm.TALL_LANES and mm.lanes_for(cols, QTYPES["Q8_0"]) == 16
+    assert m.lanes_at(t) == mm.TALL_LANES and mm.lanes_for(cols, QTYPES["Q8_0"]) == 16
     got = host.matmul_run(gpu, m, x)
     want = host.matmul_reference(raw, QTYPES["Q8_0"], rows, cols, x)
     scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES["Q8_0"], cols).astype(np.float64)).T
@@ -86,8 +86,29 @@ def test_a_tall_matrix_takes_fewer_lanes_and_matches_the_reference(gpu, monkeypa
     if m.tex is None:  # the buffer kernel (the CPU kernel has no lanes)
         monkeypatch.setattr(mm, "TALL_ROWS", 1 << 30)
         wide = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q8_0"], rows, cols)
-        assert wide.lanes == 16
+        assert wide.lanes_at(t) == (mm.DECODE_LANES if t == 1 else 16)
         assert not np.array_equal(host.matmul_run(gpu, wide, x).view(np.uint32), got.view(np.uint32))
+
+
+@pytest.mark.parametrize("name", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("cols", [576, 1536])
+def test_one_token_takes_lanes_for_every_chunk_and_matches_the_reference(gpu, name, cols):
+    """A decode step's product (one token) loads a row's chunks in one round on up to 32 lanes
+    (`DECODE_LANES`), a batch on 16 lanes; the token's row is within the reference's bound either way. With
+    18 chunks (576 columns) lanes 18-31 add zeros, so the bits are the batch's; with 48 (1536) the lanes
+    sum their chunks in another order, so the bits differ: the one-token path is the one that ran."""
+    rows = 37
+    raw = quantized(name, rows, cols, seed=50)
+    x = np.random.default_rng(12).standard_normal((3, cols)).astype(np.float32)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], rows, cols, texture=False)  # the buffer kernel's lanes
+    assert (m.lanes_at(1), m.lanes_at(3)) == (mm.DECODE_LANES, 16) == (32, 16)
+    one = host.matmul_run(gpu, m, x[:1])
+    batch = host.matmul_run(gpu, m, x)
+    want = host.matmul_reference(raw, QTYPES[name], rows, cols, x)
+    scale = np.abs(x).astype(np.float64) @ np.abs(dequantize(raw, QTYPES[name], cols).astype(np.float64)).T
+    assert np.all(np.abs(one - want[:1]) <= 1e-5 * scale[:1] + 1e-30)
+    assert np.all(np.abs(batch - want) <= 1e-5 * scale + 1e-30)
+    assert np.array_equal(one.view(np.uint32), batch[:1].view(np.uint32)) == (cols == 576)
 
 
 def test_accumulate_adds_to_existing_output(gpu):

@@ -32,7 +32,7 @@ class KVRows(Protocol):
 def fuses(gpu: Any, m: mm.QMatrix, t: int, head_dim: int, n1: int) -> bool:
     """Whether `dispatch` applies: one token on the buffer kernel with RoPE fused, an adapter with 10 storage
     buffers per stage, and a workgroup's rows inside one head (its flag words are shared by the head)."""
-    rows = mm.WG // m.lanes
+    rows = mm.WG // m.decode_lanes
     return (t == 1 and gpu.limits.max_storage_buffers >= BUFFERS and mm.fuses_rope(m, 1, head_dim)
             and head_dim % rows == 0 and n1 % rows == 0)
 
@@ -52,4 +52,4 @@ def dispatch(gpu: Any, m: mm.QMatrix, x: Any, q: Any, prm: Any, rows: KVRows, *,
     kernel = mm.kernel(gpu, m, 1, entry="main_kv", out=mm.OUT_SPLIT, norm=norm is not None, rope_hd=rope[1])
     buffers = [m.buf, x, q, prm, rows.staging, rows.dst, spare[2] if norm is None else norm, rope[0], rows.flags,
                rows.dst_words]
-    gpu.dispatch(kernel, buffers, (-(-m.rows // (mm.WG // m.lanes)), 1))
+    gpu.dispatch(kernel, buffers, (-(-m.rows // (mm.WG // m.decode_lanes)), 1))

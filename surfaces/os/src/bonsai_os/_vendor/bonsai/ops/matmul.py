@@ -27,15 +27,26 @@ WG = 64
 
 # A matrix of at least TALL_ROWS rows gets TALL_LANES threads per row: with 16 the default model's 49,152-row
 # output head was 12,288 workgroups and took 89-90 us a decode step on the H200, with 2 lanes 33-35 us (4: 48,
-# 1: 36); the layers' 576-3,072-row matrices are fastest with 16 (bench/NOTES.md, session 12).
+# 1: 36); the layers' 576-3,072-row matrices were fastest with 16 of 1-16 (bench/NOTES.md, session 12).
 TALL_ROWS, TALL_LANES = 16384, 2
+# One token (a decode step) takes enough lanes to load all of a row's chunks in one round, up to DECODE_LANES:
+# the default model's 18- and 48-chunk rows at 32 lanes instead of 16 made the decode step's layer matrices
+# 1.2-1.8x faster on the H200 and decode +3-5% (bench/NOTES.md, session 16). Two rows per workgroup at least:
+# the SwiGLU and RoPE epilogues pair rows 2i and 2i + 1 in one workgroup. Batches keep the rule of lanes_for
+# (at 32 lanes a 512-token matvec prefill was 0.91x as fast).
+DECODE_LANES = 32
 
 
-def lanes_for(k: int, q: QType, rows: int = 0) -> int:
-    """Threads per row: enough to cover the row's 32-weight chunks without idling most of them (TALL_LANES
-    for a matrix of TALL_ROWS rows or more)."""
+def lanes_for(k: int, q: QType, rows: int = 0, t: int = 2) -> int:
+    """Threads per row for t tokens: TALL_LANES for a matrix of TALL_ROWS rows or more; one token: the least
+    power of two covering the row's 32-weight chunks (at most DECODE_LANES); a batch: enough to cover the
+    chunks without idling most of them (at most 16)."""
     chunks = k // 32
     lanes = 1
+    if t == 1 and rows < TALL_ROWS:
+        while lanes < DECODE_LANES and lanes < chunks:
+            lanes *= 2
+        return lanes
     while lanes < 16 and lanes * 2 <= chunks:
         lanes *= 2
     return min(lanes, TALL_LANES) if rows >= TALL_ROWS else lanes
@@ -80,8 +91,18 @@ class QMatrix:
 
     @cached_property
     def lanes(self) -> int:
-        """Threads per row in the matmul kernel (`lanes_for`), computed once: it is read every dispatch."""
+        """Threads per row in the matmul kernel for a batch (`lanes_for`), computed once: read every dispatch."""
         return lanes_for(self.cols, self.qtype, self.rows)
+
+    @cached_property
+    def decode_lanes(self) -> int:
+        """Threads per row for one token (`lanes_for(..., t=1)`)."""
+        return lanes_for(self.cols, self.qtype, self.rows, t=1)
+
+    def lanes_at(self, t: int) -> int:
+        """Threads per row for a dispatch of t tokens (or a kernel of TT = t tokens per workgroup: 1 only
+        for one token, `tokens_per_group`)."""
+        return self.decode_lanes if t == 1 else self.lanes
 
 
 def upload_matrix(gpu: Any, raw: Any, q: QType, rows: int, cols: int, name: str = "",
@@ -141,7 +162,7 @@ def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "mai
         return gpu.kernel(__package__, "matmul_cpu.wgsl", entry=entry, QTYPE=m.qtype.ggml_id,
                           VT=PLANAR_TEXELS[m.qtype.name], BLK=_block(m), R=CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
     return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=m.lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
+                      LANES=m.lanes_at(tt), TT=tt, ACCUM=accum, OUT=out, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
 
 
 def fuses_norm(m: QMatrix) -> bool:
@@ -153,7 +174,7 @@ def fuses_norm(m: QMatrix) -> bool:
 def fuses_rope(m: QMatrix, t: int, head_dim: int) -> bool:
     """Whether `dispatch(rope=..., out=OUT_SPLIT)` can rotate this QKV product's Q and K rows in its epilogue
     (GGML-normal pairs over head_dim): the buffer kernel, where it takes this batch (not the tiled one)."""
-    return m.tex is None and WG // m.lanes % 2 == 0 and head_dim % 2 == 0 and not tiled.applies(m, t, False)
+    return m.tex is None and WG // m.lanes_at(t) % 2 == 0 and head_dim % 2 == 0 and not tiled.applies(m, t, False)
 
 
 def _texture_of(gpu: Any, x: Any, nbytes: int) -> Any:
@@ -204,7 +225,7 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
         tiled.dispatch(gpu, m, [m.buf, x, y, prm, y2, y3], t, accum, out)
         return
     tt = tokens_per_group(t)
-    rows_per_group = WG // m.lanes
+    rows_per_group = WG // m.lanes_at(t)
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
     buffers = [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm, rope[0] if rope else spare[3]]
     gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None, rope_hd=rope[1] if rope else 0),
