@@ -21,6 +21,7 @@
 #   bench/device_run.sh s11final    # session 11: f32 and q4res before/after alternating, Hugging Face, llama.cpp
 #   bench/device_run.sh s12         # session 12: q4res fold probes before/after, f32 and q4res decode alternating, llama.cpp
 #   bench/device_run.sh var [KV]    # the decode step's attention kernels (or GREP) of each patched tree in .var/NAME/runtime
+#   bench/device_run.sh vardec [KV] # the same kernels and a decode row of each patched tree, two rounds interleaved
 #   bench/device_run.sh final12     # session 12's head: f32 (with Hugging Face) and q4res at 1K, llama.cpp at depth 1024
 #   bench/device_run.sh s13 [KV]    # session 13: main (.before) and the prompt fold's tile sizes (.var/NAME): prefill fold, prefill, decode
 #   bench/device_run.sh final13     # session 13: main (.before) and this tree: prefill phases and fold, then s11final
@@ -180,6 +181,19 @@ var)
       name=$(basename "$d")
       PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "${2:-q4res}" --context 1024 \
           --reps 100 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
+    done
+  done
+  ;;
+vardec)
+  # bench/device_run.sh vardec [KV] (after the three part calls; carry .whl .gl .var): each patched tree in
+  # .var/NAME/runtime, two rounds interleaved: its decode step at 1K by kernel (GREP), then a decode_bench row
+  M=$(model_and_peer)
+  for round in 1 2; do
+    for d in .var/*/; do
+      name=$(basename "$d")
+      PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "${2:-f32}" --context 1024 \
+          --reps 50 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
+      quick_decode "$PWD/.site:$PWD/${d}runtime" "dec_${name}_$round" 1024 --kv "${2:-f32}" --label "$name ${2:-f32} r$round"
     done
   done
   ;;
