@@ -172,28 +172,18 @@ s12)
   done
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
-var)
+var|vardec)
   # bench/device_run.sh var [KV] (carry .whl .gl .var): patched copies of the runtime (.var/NAME/runtime), each one's
-  # decode step at 1K by kernel, two rounds interleaved
+  # decode step at 1K by kernel (GREP), two rounds interleaved (KV default q4res); vardec [KV] (after the three part
+  # calls; KV default f32) adds a decode_bench row of each tree after its kernels
   M=$(model_and_peer)
+  KV=${2:-q4res}; [ "$1" = vardec ] && KV=${2:-f32}
   for round in 1 2; do
     for d in .var/*/; do
       name=$(basename "$d")
-      PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "${2:-q4res}" --context 1024 \
+      PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "$KV" --context 1024 \
           --reps 100 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
-    done
-  done
-  ;;
-vardec)
-  # bench/device_run.sh vardec [KV] (after the three part calls; carry .whl .gl .var): each patched tree in
-  # .var/NAME/runtime, two rounds interleaved: its decode step at 1K by kernel (GREP), then a decode_bench row
-  M=$(model_and_peer)
-  for round in 1 2; do
-    for d in .var/*/; do
-      name=$(basename "$d")
-      PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "${2:-f32}" --context 1024 \
-          --reps 50 --out "$OUT/var_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
-      quick_decode "$PWD/.site:$PWD/${d}runtime" "dec_${name}_$round" 1024 --kv "${2:-f32}" --label "$name ${2:-f32} r$round"
+      [ "$1" = vardec ] && quick_decode "$PWD/.site:$PWD/${d}runtime" "dec_${name}_$round" 1024 --kv "$KV" --label "$name $KV r$round"
     done
   done
   ;;
