@@ -68,7 +68,6 @@ def test_a_decode_step_prepared_before_recording_records_in_one_submit(gpu):
                 cache.append(layer, kb, vb, pos, 1)
                 cache.attend(layer, qb, out, pos, 1, heads)
             gpu.flush()
-            gpu.drain()  # a submit worker thread (Gpu.submit_thread) submits what flush handed it
         finally:
             del gpu.queue.submit
         return len(submits)

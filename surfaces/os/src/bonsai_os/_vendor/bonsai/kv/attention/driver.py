@@ -106,16 +106,14 @@ class Attention:
         # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
         # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
         self.combines = self.variant == "blocks" and m.v_residual
-        # blocks variant: each window's fold and merge in one dispatch (blocks.wgsl's fold_merge)
-        self.fuses_merge = (self.variant == "blocks" and FUSE_MERGE
-                            and gpu.limits.max_storage_buffers >= FOLD_MERGE_BUFFERS)
         self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
         # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
         # has a residual too) by a kernel of its own: same state, same order
         self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
-        # (fold, residual fold) with the merge in them, for decode steps
+        # blocks variant: (fold, residual fold) with each window's merge in the same dispatch (blocks.wgsl's
+        # fold_merge), for decode steps (`_fused_for`), where the adapter binds its storage buffers
         self.fused: tuple[Any, Any] | None = None
-        if self.fuses_merge:
+        if self.variant == "blocks" and FUSE_MERGE and gpu.limits.max_storage_buffers >= FOLD_MERGE_BUFFERS:
             fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_merge")
             self.fused = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_merge") if m.grouped else fold)
         if self.variant == "blocks":
@@ -129,6 +127,15 @@ class Attention:
                                      INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)))
         self._qr: Any = None
         self._textures: dict[int, tuple[Any, WordTexture]] = {}  # buffer id -> (buffer, its texture copy)
+
+    @property
+    def fuses_merge(self) -> bool:
+        """Whether decode steps fold and merge each window in one dispatch (blocks.wgsl's fold_merge)."""
+        return self.fused is not None
+
+    def _fused_for(self, n_q: int) -> tuple[Any, Any] | None:
+        """The fold_merge kernels (fold, residual fold) a call of n_q query tokens takes, or None: fold, then merge."""
+        return self.fused if n_q <= FUSED_TOKENS else None
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False,
                      entry: str = "main") -> Any:
@@ -166,7 +173,7 @@ class Attention:
             return max(1, (LOOP_BUDGET - fixed) // per_position)
         part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
         room = (self.gpu.max_binding_bytes - 4 * n_q * self.n_heads) // part_row
-        blocks = min(MAX_GROUPS, self._loop_blocks(self.fused is not None and n_q <= FUSED_TOKENS), room)
+        blocks = min(MAX_GROUPS, self._loop_blocks(self._fused_for(n_q) is not None), room)
         if blocks < 1:
             raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
                           f"({part_row} bytes) exceed this adapter's maxStorageBufferBindingSize "
@@ -284,7 +291,7 @@ class Attention:
                           f"{span} one dispatch may cover; cut windows with `pieces`")
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
-        fused = self.fused if n_q <= FUSED_TOKENS else None
+        fused = self._fused_for(n_q)
         fold = (fused or (self.fold, self.fold_residual))[1 if win.residual else 0]
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
             kt, vt = self._texture(win.k), self._texture(win.v)
@@ -293,13 +300,13 @@ class Attention:
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
                           f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
-        part = self._part_for(n, self.fold_shape(win))
+        blocks = self.fold_shape(win)
+        part = self._part_for(n, blocks)
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
         rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
         # win.k is bound twice: as words (`kc`) and as 16-byte vectors (`kc4`, f32 K's loads)
         bound = [params, wp, q, win.k, win.v, state, part, rows, win.k]
-        blocks = self.fold_shape(win)
         if fused is not None:
             self.gpu.dispatch(fold, [*bound, out], (blocks, n))
             return
