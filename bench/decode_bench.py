@@ -57,7 +57,6 @@ def bench_gpu(a, ids):
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
     engine.gpu.direct_pass_calls = not a.wgpu_py_calls
-    engine.gpu.submit_thread = a.submit_thread
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant  # drops the attention drivers made so far
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
@@ -102,7 +101,7 @@ def bench_gpu(a, ids):
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
                   + f", {a.resident_steps} steps/readback, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
-                  + (", merge apart" if a.no_fuse_merge else "") + (", submit thread" if a.submit_thread else "")
+                  + (", merge apart" if a.no_fuse_merge else "")
                   + (", GPU kernels" if a.gpu_kernels else "") + f", prefill {prefill_rows[0]['kernel']}"
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
         "prefill_tok_s": prefill_rows[0]["prefill_tok_s"],  # the first --prefill-kernels kernel, best round
@@ -199,8 +198,6 @@ def main() -> None:
     p.add_argument("--variant", default="auto", help="attention kernel variant: auto, serial, blocks")
     p.add_argument("--resident-steps", type=int, default=16,
                    help="greedy decode steps on the GPU per readback (1: one readback per token, the old loop)")
-    p.add_argument("--submit-thread", action="store_true",
-                   help="finish and submit encoders on a worker thread (Gpu.submit_thread; default: in place)")
     p.add_argument("--no-fuse-merge", action="store_true",
                    help="blocks attention: merge in a dispatch of its own (merge_blocks.wgsl), not in the fold's")
     p.add_argument("--block", type=int, default=None,

@@ -29,7 +29,6 @@
 #   bench/device_run.sh timeline    # the resident decode loop at 1K by the GPU's clock (f32, q4res), decode f32, llama.cpp tg at d1024
 #   bench/device_run.sh fuse        # the attention merge in the fold's dispatch against apart: timeline, decode, llama.cpp
 #   bench/device_run.sh s15         # the decode loop by the GPU's clock, decode by steps per readback, its profile, llama.cpp
-#   bench/device_run.sh s15b        # encoders submitted by the worker thread against in place, 32 steps, llama.cpp, timeline
 #   bench/device_run.sh final15     # session 15: main against this tree (f32, q4res), llama.cpp, 32 steps, HF, 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
@@ -278,26 +277,10 @@ s15)
     quick_decode "$AFTER" "steps$k" 1024 --kv f32 --resident-steps $k --label "after f32 $k steps"
   done
   ;;
-s15b)
-  # bench/device_run.sh s15b (after the three part calls; carry .whl .gl .ll): this tree with encoders submitted by the
-  # worker thread (--submit-thread) against in place, f32 and q4res at 1K, two rounds alternating; then 32 steps per
-  # readback, llama.cpp tg at depth 1024, and the decode loop by the GPU's clock
-  M=$(model_and_peer)
-  for round in 1 2; do
-    for kv in f32 q4res; do
-      quick_decode "$AFTER" "thread_${kv}_$round" 1024 --kv $kv --submit-thread --label "thread $kv r$round"
-      quick_decode "$AFTER" "inplace_${kv}_$round" 1024 --kv $kv --label "in place $kv r$round"
-    done
-  done
-  quick_decode "$AFTER" "thread_f32_32" 1024 --kv f32 --resident-steps 32 --submit-thread --label "thread f32 32 steps"
-  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
-  PYTHONPATH=$AFTER timeout 60 python3 bench/gpu_timeline.py --model $M --kv f32 --context 1024 --new-tokens 64 \
-      --stack-after 50 --submit-thread --out "$OUT/timeline_f32.json" 2>&1 | grep -iv "warn\|^gpu_timeline:" | head -7
-  ;;
 final15)
   # bench/device_run.sh final15 (after the three part calls; carry .whl .gl .ll .before; .before = `git archive <main>
   # runtime/bonsai bench`): main against this tree, f32 and q4res at 1K (prefill 512 best of 3, decode 256 after 1,024),
-  # llama.cpp at depth 1024, this tree with 32 steps per readback, one submit per step and the submit thread, a second round, Hugging
+  # llama.cpp at depth 1024, this tree with 32 steps per readback and one submit per step, a second round, Hugging
   # Face, and 8K context beside llama.cpp at depth 8192
   M=$(model_and_peer)
   K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
@@ -314,7 +297,6 @@ final15)
       row $AFTER after_f32_32 --kv f32 --resident-steps 32 --label "after f32 32 steps"
       row $AFTER after_q4res_32 --kv q4res --resident-steps 32 --label "after q4res 32 steps"
       row $AFTER after_f32_sub0 --kv f32 --submit-every 0 --label "after f32 one submit per step"
-      row $AFTER after_f32_thread --kv f32 --submit-thread --label "after f32 submit thread"
     fi
   done
   row $AFTER after_f32_hf --kv f32 --hf --label "after f32"

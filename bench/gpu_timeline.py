@@ -109,14 +109,11 @@ def timed_run(engine: Any, gpu: TimelineGpu, tok: int, n: int, steps: int, per_d
     gpu.wait()
     gpu.sets, gpu.counts, gpu.used, gpu.passes = [], [], SET_SIZE, []
     gpu.host = {"end_pass_s": 0.0}
-    busy0 = gpu._submitter.busy_s if gpu._submitter is not None else 0.0
     gpu.timing, gpu.per_dispatch = True, per_dispatch
     c0, m0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
     tok = decode(engine, tok, n, steps)
     gpu.wait()
     wall, cpu, main_cpu = time.perf_counter() - t0, time.process_time() - c0, time.thread_time() - m0
-    # finishing and submitting encoders: on the worker thread (Gpu.submit_thread), else inside the main thread's
-    submit_s = gpu._submitter.busy_s - busy0 if gpu._submitter is not None else float("nan")
     gpu.timing = False
     ts = gpu.timestamps_ns()
     spans = [(ts[id(p["set"])][p["begin"]], ts[id(p["set"])][p["end"]]) for p in gpu.passes]
@@ -133,7 +130,7 @@ def timed_run(engine: Any, gpu: TimelineGpu, tok: int, n: int, steps: int, per_d
     row = {"mode": "dispatches" if per_dispatch else "passes", "tokens": n, "wall_ms_per_token": wall * ms,
            "gpu_busy_ms_per_token": busy / 1e6 / n, "gpu_span_ms_per_token": span / 1e6 / n,
            "passes_per_token": len(spans) / n, "host_cpu_ms_per_token": cpu * ms, "main_thread_cpu_ms_per_token": main_cpu * ms,
-           "end_pass_ms_per_token": gpu.host["end_pass_s"] * ms, "worker_submit_ms_per_token": submit_s * ms}
+           "end_pass_ms_per_token": gpu.host["end_pass_s"] * ms}
     return tok, {"row": row, "per_kernel": per_kernel}
 
 
@@ -147,7 +144,6 @@ def main() -> None:
     p.add_argument("--no-fuse-merge", action="store_true",
                    help="blocks attention: merge in a dispatch of its own (merge_blocks.wgsl), not in the fold's")
     p.add_argument("--gpu-kernels", action="store_true", help="a GPU adapter's kernels even on a CPU one")
-    p.add_argument("--submit-thread", action="store_true", help="finish and submit encoders on a worker thread")
     p.add_argument("--stack-after", type=float, default=600, help="print every thread's stack and exit after this many s")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "gpu_timeline.json"))
     a = p.parse_args()
@@ -156,7 +152,6 @@ def main() -> None:
         Recorder.is_cpu = property(lambda self: False)  # type: ignore[method-assign,assignment]
     faulthandler.dump_traceback_later(a.stack_after, exit=True)  # where a run that hangs waits
     gpu = TimelineGpu.create(extra_features=FEATURES)
-    gpu.submit_thread = a.submit_thread
     missing = [f for f in FEATURES if f not in gpu.device.features]
     if missing:
         raise SystemExit(f"{gpu.description} lacks {', '.join(missing)}: no GPU timestamps here")
@@ -177,14 +172,14 @@ def main() -> None:
     merge = "merge apart" if a.no_fuse_merge else "merge in the fold"
     print(f"{gpu.description}, kv {a.kv}, context {a.context}, {a.new_tokens} tokens per run, {merge}")
     print("| run | wall ms/token | GPU busy ms/token | GPU span ms/token | passes/token | host CPU ms/token "
-          "| main thread CPU ms/token | ending passes ms/token | worker's submits ms/token |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| main thread CPU ms/token | ending passes ms/token |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for res in results:
         r = res["row"]
         print(f"| {r['mode']} | {r['wall_ms_per_token']:.3f} | {r['gpu_busy_ms_per_token']:.3f} | "
               f"{r['gpu_span_ms_per_token']:.3f} | {r['passes_per_token']:.2f} | {r['host_cpu_ms_per_token']:.3f} | "
               f"{r['main_thread_cpu_ms_per_token']:.3f} | "
-              f"{r['end_pass_ms_per_token']:.3f} | {r['worker_submit_ms_per_token']:.3f} |")
+              f"{r['end_pass_ms_per_token']:.3f} |")
     kernels = []
     for pipe, us in results[-1]["per_kernel"].items():
         kernels.append({"kernel": names.get(pipe, "?"), "per_token": len(us) / a.new_tokens,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,6 @@ from . import pass_ops
 from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, T, WordTexture, round_up
 from .limits import native_limits
 from .recorder import Recorder
-from .submitter import Submitter
 from .transfer import HostPage, StagingRing
 
 __all__ = ["Gpu", "HostPage", "Kernel"]
@@ -47,9 +45,6 @@ class Gpu(Recorder):
 
     Dispatches are recorded into one open compute pass (`Recorder`) and submitted by `flush` (or
     implicitly by `write`/`read`, which must see every earlier dispatch finished or ordered before them).
-    With `submit_thread` on, a flushed encoder is finished and submitted by a worker thread (`Submitter`)
-    while this one records on; every other use of the queue drains it first. Off by default: on the H200 it
-    decoded no faster than submits made in place (bench/NOTES.md, session 15).
     """
 
     def __init__(self, device: Any, adapter: Any) -> None:
@@ -62,8 +57,6 @@ class Gpu(Recorder):
         self.queue = device.queue
         self.limits = native_limits(device.limits)
         self.direct_pass_calls = True  # dispatches through pass_ops.direct_ops (False: wgpu-py's methods)
-        self.submit_thread = False  # True: finish and submit flushed encoders on a worker thread
-        self._submitter: Submitter | None = None
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
 
@@ -114,7 +107,7 @@ class Gpu(Recorder):
         buf = self.buffer(view.nbytes, uniform=uniform)
         if view.nbytes % 4:
             view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
-        self._queue_write(buf, 0, view)
+        self.queue.write_buffer(buf, 0, view)
         return buf
 
     def write_staged(self, buf: Any, data: Any, offset: int = 0, threads: int = 4) -> None:
@@ -132,7 +125,6 @@ class Gpu(Recorder):
             return
         self._untaped()
         self.flush()
-        self.drain()
         self._staging_ring().write(buf, src, offset, threads)
 
     # ---- host pages: host RAM the GPU copies from (window streaming without a host copy per stream) --
@@ -170,7 +162,6 @@ class Gpu(Recorder):
         that reads it."""
         if page.encoder is not None and page.encoder is self._encoder:
             self.flush()  # a recorded, unsubmitted copy reads the page: it must see the old bytes
-        self.drain()
         view = memoryview(data).cast("B")
         start, end = offset - offset % 8, round_up(offset + view.nbytes, 4)
         page.buffer.map_sync(self._wgpu.MapMode.READ, start, end - start)  # waits for copies reading it
@@ -213,11 +204,9 @@ class Gpu(Recorder):
         span = round_up(size, 4)
         if span == 0:
             self.flush()
-            self.drain()
             return use(memoryview(b""))
         if span > READBACK_MAX:
             self.flush()
-            self.drain()
             return use(memoryview(self.queue.read_buffer(buf, offset, span))[:size])
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
@@ -225,7 +214,6 @@ class Gpu(Recorder):
         self._end_pass()
         self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
         self.flush()
-        self.drain()
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
         try:  # the mapped range itself (read_mapped's own copy, bytes() and a slice would be three)
             return use(rb.read_mapped(0, span, copy=False)[:size])
@@ -248,7 +236,6 @@ class Gpu(Recorder):
         return self.device.create_buffer(size=nbytes, usage=(U.UNIFORM if uniform else U.STORAGE) | U.COPY_DST | U.COPY_SRC)
 
     def _queue_write(self, buf: Any, offset: int, view: memoryview) -> None:
-        self.drain()  # after every encoder flushed before it, as the queue would order it
         self.queue.write_buffer(buf, offset, view)
 
     def _encode_copy(self, encoder: Any, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
@@ -276,27 +263,7 @@ class Gpu(Recorder):
         return pass_ops.direct_ops(compute_pass) if self.direct_pass_calls else pass_ops.wgpu_py_ops(compute_pass)
 
     def _submit(self, encoder: Any) -> None:
-        if not self.submit_thread:
-            self.queue.submit([encoder.finish()])
-            return
-        if self._submitter is None:
-            # the worker holds this Gpu weakly (it submits to `self.queue` as it is then) and ends when the
-            # Gpu is collected (a device loss leaves the old one behind)
-            gpu = weakref.ref(self)
-
-            def submit(encoder: Any) -> None:
-                owner = gpu()
-                if owner is not None:  # else collected with its queue: nothing waits for this work
-                    owner.queue.submit([encoder.finish()])
-
-            self._submitter = Submitter(submit)
-            weakref.finalize(self, self._submitter.stop)
-        self._submitter.put(encoder)
-
-    def drain(self) -> None:
-        """Return once every flushed encoder is submitted (`submit_thread`); raise a submit's failure."""
-        if self._submitter is not None:
-            self._submitter.drain()
+        self.queue.submit([encoder.finish()])
 
     def _create_texture(self, rows: int) -> WordTexture:
         T = self._wgpu.TextureUsage
@@ -312,7 +279,6 @@ class Gpu(Recorder):
             {"texture": tex.texture, "origin": (0, first_row, 0)}, (width, rows, 1))
 
     def _queue_write_texture(self, tex: WordTexture, data: memoryview, rows: int) -> None:
-        self.drain()
         self.queue.write_texture({"texture": tex.texture}, data,
                                  {"bytes_per_row": TEXTURE_ROW_BYTES, "rows_per_image": rows},
                                  (TEXTURE_ROW_WORDS // 4, rows, 1))
