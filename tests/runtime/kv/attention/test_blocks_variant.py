@@ -111,13 +111,14 @@ def test_blocks_variant_across_the_rounds_of_loads(gpu):
 
 @pytest.mark.parametrize(("mode", "old", "new"), [
     ("f32", "        for (; i < nb; i = i + 1u) { fold_one(", "        for (; i < min(nb, i); i = i + 1u) { fold_one("),
-    ("f32", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);",
-     "let v3 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);"),
+    ("f32", "let v3 = pos_v(pos + 3u, g, j, vs[k + 3u], vm[k + 3u]);",
+     "let v3 = pos_v(pos + 2u, g, j, vs[k + 2u], vm[k + 2u]);"),
+    ("q4res", "let c3 = vword(base + 3u * st);", "let c3 = vword(base + 2u * st);"),
     ("f32", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
     ("kc4v4", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
     ("f32", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);", "let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);"),
     ("kc4v4", "let k5 = k_elem(kb, gb, d + 5u);", "let k5 = k_elem(kb, gb, d + 4u);"),
-], ids=["fold drops the tail", "fold reuses a V row", "f32 score reuses a K value", "c4 score reuses a K value",
+], ids=["fold drops the tail", "fold reuses a V row", "quantised fold reuses a V word", "f32 score reuses a K value", "c4 score reuses a K value",
         "f32 score reloads a K vector", "c4 score reloads a K value"])
 def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, mode, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
@@ -147,8 +148,11 @@ def test_blocks_variant_decodes_grouped_scales_once_per_block(gpu, monkeypatch):
     ("let gb = w.k_off + ((pos - pos % GROUP - w.buf_base)", "let gb = w.k_off + ((pos - pos % GROUP + GROUP - w.buf_base)"),
     ("dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);",
      "dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d ^ 1u]);"),
-    ("let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);", "let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 2u]);"),
-], ids=["K scales of the next group", "K min of the neighbouring channel", "V min of the previous position"])
+    ("* vs[k] + vm[k]; }", "* vs[k] + vm[k ^ 1u]; }"),
+    ("fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i]), m, l, acc);",
+     "fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i ^ 1u]), m, l, acc);"),
+], ids=["K scales of the next group", "K min of the neighbouring channel", "V min of the neighbouring position",
+        "V min of the neighbouring position in a tail"])
 def test_grouped_scales_from_the_wrong_place_are_caught(gpu, monkeypatch, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     assert any(not r.ok for r in _grouped_results(gpu, monkeypatch))
