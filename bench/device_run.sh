@@ -30,6 +30,8 @@
 #   bench/device_run.sh fuse        # the attention merge in the fold's dispatch against apart: timeline, decode, llama.cpp
 #   bench/device_run.sh s15         # the decode loop by the GPU's clock, decode by steps per readback, its profile, llama.cpp
 #   bench/device_run.sh final15     # session 15: main against this tree (f32, q4res), llama.cpp, 32 steps, HF, 8K
+#   bench/device_run.sh s17         # session 17: the q4res fold's V variants (.var/NAME): fold us, q4res rows, f32 rows
+#   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -300,6 +302,60 @@ final15)
     fi
   done
   row $AFTER after_f32_hf --kv f32 --hf --label "after f32"
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 --new-tokens 128 \
+        --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --label "after $kv 8K" --out "$OUT/after_${kv}_8k.json" \
+        2>&1 | grep -i "bonsai GPU" | cut -c1-200
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
+  ;;
+s17)
+  # bench/device_run.sh s17 (after the three part calls; carry .whl .gl .var): each patched tree in .var/NAME/runtime,
+  # two rounds interleaved: its q4res decode fold at 1K (kernel_probe, GREP) and a q4res row (prefill 512 tiled, best
+  # of 2; decode 256 after 1,024), then f32 rows of the first two trees (the f32 path must not move)
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 2"
+  row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
+      --out "$OUT/$name.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200; }
+  trees=(.var/*/)
+  for round in 1 2; do
+    for d in "${trees[@]}"; do
+      name=$(basename "$d"); P=$PWD/.site:$PWD/${d}runtime
+      PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --context 1024 --reps 100 \
+          --out "$OUT/probe_${name}_$round.json" 2>&1 | grep -iE "${GREP:-blocks.wgsl|whole step}" | sed "s/^/$name r$round: /" | cut -c1-160
+      row $P "q4res_${name}_$round" --kv q4res --label "$name q4res r$round"
+    done
+    for d in "${trees[@]:0:2}"; do
+      name=$(basename "$d"); row $PWD/.site:$PWD/${d}runtime "f32_${name}_$round" --kv f32 --label "$name f32 r$round"
+    done
+  done
+  ;;
+final17)
+  # bench/device_run.sh final17 (after the three part calls; carry .whl .gl .ll .before; .before = `git archive <main>
+  # runtime/bonsai bench`): the q4res decode fold at 1K of each (kernel_probe), then main against this tree, f32 and
+  # q4res at 1K (prefill 512 best of 2, decode 256 after 1,024) in three rounds alternating, llama.cpp at depth 1024
+  # after the first, this tree at 32 steps per readback; 8K context of this tree beside llama.cpp at depth 8192
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 2"
+  row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
+      --out "$OUT/$name.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200; }
+  B=$PWD/.site:$PWD/.before/runtime
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$B
+    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --context 1024 --reps 100 \
+        --out "$OUT/probe_${side}.json" 2>&1 | grep -iE "blocks.wgsl|whole step" | sed "s/^/$side q4res: /" | cut -c1-160
+  done
+  for round in 1 2 3; do
+    for kv in f32 q4res; do
+      row $B "before_${kv}_$round" --kv $kv --label "before $kv r$round"
+      row $AFTER "after_${kv}_$round" --kv $kv --label "after $kv r$round"
+    done
+    if [ $round = 1 ]; then
+      timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+      row $AFTER after_f32_32 --kv f32 --resident-steps 32 --label "after f32 32 steps"
+      row $AFTER after_q4res_32 --kv q4res --resident-steps 32 --label "after q4res 32 steps"
+    fi
+  done
   for kv in f32 q4res; do
     PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 --new-tokens 128 \
         --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --label "after $kv 8K" --out "$OUT/after_${kv}_8k.json" \
