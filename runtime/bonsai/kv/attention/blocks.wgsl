@@ -29,7 +29,7 @@
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
 @group(0) @binding(6) var<storage, read_write> part: array<atomic<u32>>;  // block_state.wgsl's layout
-@group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
+@group(0) @binding(7) var<storage, read> rc: array<vec4<u32>>; // RESIDUAL: f32 rows from w.w0 on, four words a vector (fold.wgsl)
 @group(0) @binding(8) var<storage, read> kc4: array<vec4<u32>>; // kc's words four at a time (f32 K, fold.wgsl)
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;  // fold_merge: [n_q, n_heads, HD], the last window
 

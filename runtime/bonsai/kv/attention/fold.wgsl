@@ -96,12 +96,26 @@ fn score(r: u32, pos: u32) -> f32 {
 // none. Elsewhere RESIDUAL is false and `rc` is never read.
 fn in_residual(pos: u32) -> bool { return RESIDUAL && pos >= w.w0; }
 
+// Word i of the residual rows `rc` (bound as 16-byte vectors for pos_score's loads).
+fn rword(i: u32) -> u32 { return rc[i / 4u][i % 4u]; }
+
 // Score of the position pos of KV head g: a sequential dot product over d, as `score` does for f32 K.
+// A residual row's K is loaded four values at a time, as f32 K's: each invocation reads a row of its
+// own, and the newest group's block (up to GROUP residual positions) is the slowest of a decode fold's
+// blocks. The same sum.
 fn pos_score(pos: u32, g: u32) -> f32 {
     if (in_residual(pos)) {
         let kb = ((pos - w.w0) * p.n_kv + g) * HD;
         var dot = 0.0;
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(rc[kb + d]); }
+        if (HD % 8u == 0u) {
+            for (var d = 0u; d < HD; d = d + 8u) {
+                let ka = bitcast<vec4<f32>>(rc[(kb + d) / 4u]);
+                let kz = bitcast<vec4<f32>>(rc[(kb + d) / 4u + 1u]);
+                dot = add8(dot, d, ka, kz);
+            }
+            return dot * p.qk_scale;
+        }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(rword(kb + d)); }
         return dot * p.qk_scale;
     }
     return score((pos - w.buf_base) * p.n_kv + g, pos);
@@ -116,7 +130,7 @@ const V_ROW_MIN: bool = V_BITS < 32u && V_ASYM;
 
 // V value j of position pos, head g (s: its row scale, where V_ROW_SCALE or V_ROW_MIN; mn: its min).
 fn pos_v(pos: u32, g: u32, j: u32, s: f32, mn: f32) -> f32 {
-    if (in_residual(pos)) { return bitcast<f32>(rc[w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j]); }
+    if (in_residual(pos)) { return bitcast<f32>(rword(w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j)); }
     if (V_ROW_SCALE) { return v_scaled(v_row(pos, g), j, s); }
     if (V_ROW_MIN) {
         let code = (vword(v_row(pos, g) + j / V_PER) >> (V_BITS * (j % V_PER))) & V_MASK;
