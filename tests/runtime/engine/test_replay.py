@@ -55,7 +55,7 @@ def test_a_stale_step_key_is_caught(gpu, tmp_path, monkeypatch):
     engine = load_engine(path, gpu=gpu, kv="q4", window=8, max_positions=48, progress=False)
     engine.cache.variant = "blocks"
     recorded = _decode(engine, replay=False)
-    monkeypatch.setattr(attention.Attention, "fold_shape", lambda self, win: 0)
+    monkeypatch.setattr(attention.Attention, "fold_shape", lambda self, win, n_q=1: 0)
     assert not np.array_equal(_decode(engine, replay=True)[0], recorded[0])
 
 
@@ -68,10 +68,12 @@ def test_missing_bookkeeping_in_a_replay_is_caught(engine, monkeypatch):
 
 @pytest.fixture(params=["q4res", "kc4v4"])
 def grouped(request, gpu, tmp_path, monkeypatch):
-    """A grouped-K cache (groups of 64 positions for q4res, 32 for kc4v4) on the GPU kernels' variant."""
-    monkeypatch.setattr(attention, "BLOCK", 4)
+    """A grouped-K cache (groups of 64 positions for q4res, 32 for kc4v4) on the GPU kernels' variant, with
+    blocks of 16: every fold dispatch of these steps is FOLD_PAD = 8 blocks wide, so only the groups change
+    the key."""
+    monkeypatch.setattr(attention, "BLOCK", 16)
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    engine = load_engine(path, gpu=gpu, kv=request.param, window=64, max_positions=128, progress=False)
+    engine = load_engine(path, gpu=gpu, kv=request.param, window=128, max_positions=160, progress=False)
     engine.cache.variant = "blocks"
     return engine
 
@@ -81,10 +83,12 @@ GROUPED_STEPS = 70  # from position 6: fills the first K group (and for kc4v4 th
 
 def test_grouped_modes_replay_bit_for_bit_across_a_group_fill(grouped):
     """The residual's rows reach it by a scatter whose destination is a step parameter, so grouped
-    modes tape too; steps that fill a group are recorded, and replays after them read the new group."""
+    modes tape too; the first step, each step that fills a group and the next one (a new key: the group
+    start) are recorded, the rest replay, and replays after a fill read the new group."""
     recorded = _decode(grouped, replay=False, steps=GROUPED_STEPS)
     replayed = _decode(grouped, replay=True, steps=GROUPED_STEPS)
-    assert recorded[2] == 0 and replayed[2] > GROUPED_STEPS // 2
+    fills = (6 + GROUPED_STEPS) // grouped.cache.layout.group
+    assert recorded[2] == 0 and replayed[2] == GROUPED_STEPS - 1 - 2 * fills
     assert np.array_equal(replayed[0], recorded[0])
     assert replayed[1] == recorded[1] and recorded[1].count(0) < len(recorded[1])
 

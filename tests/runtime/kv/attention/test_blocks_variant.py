@@ -216,6 +216,27 @@ def test_the_last_merge_writes_the_output_without_a_finalize_dispatch(gpu, merge
     assert np.array_equal(np.frombuffer(gpu.read(out), np.float32), np.zeros(8 * 64, np.float32))
 
 
+def test_decode_steps_dispatch_a_window_s_blocks_rounded_up(gpu):
+    """A one-token call's fold dispatch has FOLD_PAD-rounded blocks (so a taped step replays while its window
+    grows); a batch's has the blocks its window touches."""
+    att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
+    kv = gpu.upload(np.zeros((20, 4, 64), np.float32))
+    assert [att.fold_shape(Window(kv, kv, 0, end), 1) for end in (1, 8, 9, 64, 65)] == [8, 8, 8, 8, 16]
+    assert [att.fold_shape(Window(kv, kv, 12, 20), n) for n in (1, 2)] == [8, 2]
+
+
+@pytest.mark.parametrize(("path", "old", "new"), [
+    ("fused", "    if (wid.x >= window_blocks()) { return; }", "    if (false) { return; }"),
+    ("separate", "wid.y >= p.n_q * p.n_heads || wid.x >= window_blocks()", "wid.y >= p.n_q * p.n_heads"),
+])
+def test_a_padded_workgroup_that_folds_is_caught(gpu, monkeypatch, path, old, new):
+    """Mutation: workgroups past the window's blocks fold (and, in fold_merge, count) as if they were blocks."""
+    monkeypatch.setattr(attention, "FUSE_MERGE", path == "fused")
+    patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
+    results = run_matrix(gpu, matrix(30, modes=("f32",), prefill=1), [4, 11], variant="blocks")
+    assert any(not r.ok for r in results)
+
+
 def test_a_last_merge_that_drops_the_open_block_is_caught(gpu, monkeypatch, merge_path):
     """Mutation: the last merge writes acc / l of MAIN alone; windowed runs agree with the whole one, but
     not with fp64 attention (the open block's positions are missing)."""
