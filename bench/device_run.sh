@@ -31,6 +31,7 @@
 #   bench/device_run.sh s15         # the decode loop by the GPU's clock, decode by steps per readback, its profile, llama.cpp
 #   bench/device_run.sh final15     # session 15: main against this tree (f32, q4res), llama.cpp, 32 steps, HF, 8K
 #   bench/device_run.sh s17         # session 17: the q4res fold's V variants (.var/NAME): fold us, q4res rows, f32 rows
+#   bench/device_run.sh gap17       # session 17: the decode step's kernels f32 and q4res (two rounds), decode f32/q4res x4
 #   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
@@ -330,11 +331,26 @@ s17)
     done
   done
   ;;
+gap17)
+  # bench/device_run.sh gap17 (after the three part calls; carry .whl .gl): where q4res's decode step differs from
+  # f32's: every kernel of the step at 1K for both modes, two rounds alternating; then decode rows alternating 4x
+  M=$(model_and_peer)
+  for round in 1 2; do
+    for kv in f32 q4res; do
+      PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv --context 1024 --reps 100 \
+          --out "$OUT/probe_${kv}_$round.json" 2>&1 | grep -iv warn | sed "s/^/$kv r$round: /" | cut -c1-170 | head -30
+    done
+  done
+  for r in 1 2 3 4; do
+    for kv in f32 q4res; do quick_decode "$AFTER" "kvab_${kv}_$r" 1024 --kv $kv --label "$kv r$r"; done
+  done
+  ;;
 final17)
   # bench/device_run.sh final17 (after the three part calls; carry .whl .gl .ll .before; .before = `git archive <main>
-  # runtime/bonsai bench`): the q4res decode fold at 1K of each (kernel_probe), then main against this tree, f32 and
+  # runtime/bonsai bench`): the q4res decode fold of each at contexts 1,024 and 1,080 (kernel_probe), then main against this tree, f32 and
   # q4res at 1K (prefill 512 best of 2, decode 256 after 1,024) in three rounds alternating, llama.cpp at depth 1024
-  # after the first, this tree at 32 steps per readback; 8K context of this tree beside llama.cpp at depth 8192
+  # after the first, this tree at 32 steps per readback; 8K context of this tree beside llama.cpp at depth 8192; the
+  # resident loop's block times (bench/resident_profile.py)
   M=$(model_and_peer)
   K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 2"
   row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
@@ -342,8 +358,10 @@ final17)
   B=$PWD/.site:$PWD/.before/runtime
   for side in before after; do
     P=$AFTER; [ $side = before ] && P=$B
-    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --context 1024 --reps 100 \
-        --out "$OUT/probe_${side}.json" 2>&1 | grep -iE "blocks.wgsl|whole step" | sed "s/^/$side q4res: /" | cut -c1-160
+    for ctx in 1024 1080; do  # the newest group's residual holds 0 and 56 positions
+      PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --context $ctx --reps 100 \
+          --out "$OUT/probe_${side}_$ctx.json" 2>&1 | grep -iE "blocks.wgsl|whole step" | sed "s/^/$side q4res $ctx: /" | cut -c1-160
+    done
   done
   for round in 1 2 3; do
     for kv in f32 q4res; do
@@ -362,6 +380,10 @@ final17)
         2>&1 | grep -i "bonsai GPU" | cut -c1-200
   done
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
+  for kv in f32 q4res; do  # each 16-step block's wall time (grouped modes quantise a group in some)
+    PYTHONPATH=$AFTER timeout 100 python3 bench/resident_profile.py --model $M --kv $kv --top 0 \
+        --out "$OUT/profile_$kv.json" 2>&1 | grep -E "ms per token|^blocks" | cut -c1-400
+  done
   ;;
 long)
   # bench/device_run.sh long (after the three part calls; carry .whl .gl .ll): issue 16's long forced decoding (1,100
@@ -457,7 +479,7 @@ profile)
   # bench/device_run.sh profile (after the three `part` calls; carry .whl .gl): the resident loop's host time, f32 and q4res
   M=$(model_and_peer)
   for kv in f32 q4res f32; do
-    PYTHONPATH=$AFTER timeout 120 python3 bench/resident_profile.py --model $M --kv $kv --top 22 \
+    PYTHONPATH=$AFTER timeout 120 python3 bench/resident_profile.py --model $M --kv $kv --top ${TOP:-22} --sort ${SORT:-tottime} \
         --out "$OUT/profile_$kv.json" 2>&1 | grep -v Warning | cut -c1-150
   done
   ;;

@@ -1,7 +1,8 @@
 """Where the host time of the GPU-resident greedy loop goes: cProfile over the loop `decode_bench.py` times.
 
 Prefills a context, then decodes in blocks of `--resident-steps` (as `Engine.generate` does greedily),
-once unprofiled (tok/s) and once under cProfile; prints the top entries by own time and writes JSON.
+once unprofiled (tok/s, and each block's wall time: grouped modes quantise a group in some blocks) and once
+under cProfile; prints the top entries by own time (or `--sort cumulative`) and writes JSON.
 
     python bench/resident_profile.py [--model PATH] [--kv q4res] [--context 1024] [--tokens 256] [--top 25]
 """
@@ -21,11 +22,15 @@ from bonsai.engine.native import load_engine
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
-def decode(engine, tok: int, tokens: int, resident: int) -> int:
+def decode(engine, tok: int, tokens: int, resident: int, blocks: list | None = None) -> int:
+    """Decode `tokens` from `tok`; each block's (first position, wall seconds) appended to `blocks`."""
     done = 0
     while done < tokens:
         k = min(resident, tokens - done)
+        t0, pos = time.perf_counter(), engine.pos
         tok = engine._steps_on_gpu(tok, k, lambda j: None)[-1]
+        if blocks is not None:
+            blocks.append((pos, time.perf_counter() - t0))
         done += k
     return tok
 
@@ -38,6 +43,7 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--resident-steps", type=int, default=16)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "resident_profile.json"))
     a = p.parse_args()
     engine = load_engine(a.model, kv=a.kv, progress=False, warm_up=True,
@@ -45,8 +51,9 @@ def main() -> None:
     ids = (engine.tokenizer.encode(PROMPT) * (a.context // 8 + 1))[: a.context]
     engine.prefill_argmax(ids)
     tok = decode(engine, engine.model.read_token(), 32, a.resident_steps)  # warm
+    blocks: list[tuple[int, float]] = []
     t0 = time.perf_counter()
-    tok = decode(engine, tok, a.tokens, a.resident_steps)
+    tok = decode(engine, tok, a.tokens, a.resident_steps, blocks)
     plain = (time.perf_counter() - t0) / a.tokens
     prof = cProfile.Profile()
     prof.enable()
@@ -54,15 +61,19 @@ def main() -> None:
     prof.disable()
     text = io.StringIO()
     stats = pstats.Stats(prof, stream=text)
-    stats.sort_stats("tottime").print_stats(a.top)
+    stats.sort_stats(a.sort).print_stats(a.top)
     total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
     print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}: {plain * 1e3:.3f} ms per token unprofiled "
           f"({1 / plain:.1f} tok/s); profiled: {total / a.tokens * 1e3:.3f} ms of Python per token")
+    median = sorted(s for _, s in blocks)[len(blocks) // 2]
+    print("blocks (first position: ms; * = over 1.2x the median " f"{median * 1e3:.2f} ms): "
+          + ", ".join(f"{p}: {s * 1e3:.2f}{'*' if s > 1.2 * median else ''}" for p, s in blocks))
     print(text.getvalue())
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"kv": a.kv, "context": a.context, "tokens": a.tokens, "ms_per_token": plain * 1e3,
-                               "python_ms_per_token_profiled": total / a.tokens * 1e3}, indent=2))
+                               "python_ms_per_token_profiled": total / a.tokens * 1e3,
+                               "blocks": [{"pos": p, "ms": s * 1e3} for p, s in blocks]}, indent=2))
 
 
 if __name__ == "__main__":
