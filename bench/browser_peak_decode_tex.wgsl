@@ -1,0 +1,30 @@
+// bench/browser_peak.py: browser_peak_decode.wgsl with each step's four packed words read by
+// textureLoad from an rgba32uint word texture of TEXELS texels (TEXELS / 1024 rows, as
+// `WordTexture`; the CPU matmul reads its weights so), one texel per 32 codes. Invocation g reads
+// texels g * ITERS, g * ITERS + 1, ... (wrapping), so neighbouring invocations gather, as the
+// matmul's rows do.
+@group(0) @binding(0) var wt: texture_2d<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let s = f32(g.x & 255u) * 1e-4;
+    let x0 = vec4<f32>(0.1, 0.2, 0.3, 0.4) + s; let x1 = x0 * 0.5; let x2 = x0 - 0.25; let x3 = x0 * -0.75;
+    let x4 = x0 + 0.5; let x5 = x0 * 0.125; let x6 = x0 - 1.0; let x7 = x0 * 1.5;
+    var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0; var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
+    let k = vec4<u32>(15u);
+    let base = g.x * {{ITERS}}u;
+    for (var i = 0u; i < {{ITERS}}u; i++) {
+        let t = (base + i) & ({{TEXELS}}u - 1u);
+        let q = textureLoad(wt, vec2<u32>(t & 1023u, t >> 10u), 0);
+        a0 = fma(vec4<f32>(q & k), x0, a0);
+        a1 = fma(vec4<f32>((q >> vec4<u32>(4u)) & k), x1, a1);
+        a2 = fma(vec4<f32>((q >> vec4<u32>(8u)) & k), x2, a2);
+        a3 = fma(vec4<f32>((q >> vec4<u32>(12u)) & k), x3, a3);
+        a4 = fma(vec4<f32>((q >> vec4<u32>(16u)) & k), x4, a4);
+        a5 = fma(vec4<f32>((q >> vec4<u32>(20u)) & k), x5, a5);
+        a6 = fma(vec4<f32>((q >> vec4<u32>(24u)) & k), x6, a6);
+        a7 = fma(vec4<f32>(q >> vec4<u32>(28u)), x7, a7);
+    }
+    out[g.x] = dot((a0 + a1) + (a2 + a3) + (a4 + a5) + (a6 + a7), vec4<f32>(1.0));
+}
