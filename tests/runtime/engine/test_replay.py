@@ -69,28 +69,48 @@ def test_missing_bookkeeping_in_a_replay_is_caught(engine, monkeypatch):
 @pytest.fixture(params=["q4res", "kc4v4"])
 def grouped(request, gpu, tmp_path, monkeypatch):
     """A grouped-K cache (groups of 64 positions for q4res, 32 for kc4v4) on the GPU kernels' variant, with
-    blocks of 16: every fold dispatch of these steps is FOLD_PAD = 8 blocks wide, so only the groups change
-    the key."""
-    monkeypatch.setattr(attention, "BLOCK", 16)
+    blocks of 32: every fold dispatch of these steps is FOLD_PAD = 8 blocks wide, so no block changes the key."""
+    monkeypatch.setattr(attention, "BLOCK", 32)
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    engine = load_engine(path, gpu=gpu, kv=request.param, window=128, max_positions=160, progress=False)
+    engine = load_engine(path, gpu=gpu, kv=request.param, window=256, max_positions=160, progress=False)
     engine.cache.variant = "blocks"
     return engine
 
 
-GROUPED_STEPS = 70  # from position 6: fills the first K group (and for kc4v4 the second) mid-decode
+GROUPED_STEPS = 140  # from position 6: fills two K groups of q4res (four of kc4v4) mid-decode
 
 
 def test_grouped_modes_replay_bit_for_bit_across_a_group_fill(grouped):
     """The residual's rows reach it by a scatter whose destination is a step parameter, so grouped
-    modes tape too; the first step, each step that fills a group and the next one (a new key: the group
-    start) are recorded, the rest replay, and replays after a fill read the new group."""
+    modes tape too. Recorded: the first step, each step that fills a group, and the one after the first fill
+    (its windows bind the quantised rows, no longer the residual's alone); every other step replays, those
+    after a later fill with the tape of the group before (the residual's start is a step parameter)."""
     recorded = _decode(grouped, replay=False, steps=GROUPED_STEPS)
     replayed = _decode(grouped, replay=True, steps=GROUPED_STEPS)
-    fills = (6 + GROUPED_STEPS) // grouped.cache.layout.group
-    assert recorded[2] == 0 and replayed[2] == GROUPED_STEPS - 1 - 2 * fills
     assert np.array_equal(replayed[0], recorded[0])
+    fills = (6 + GROUPED_STEPS) // grouped.cache.layout.group
+    assert recorded[2] == 0 and replayed[2] == GROUPED_STEPS - 2 - fills
     assert replayed[1] == recorded[1] and recorded[1].count(0) < len(recorded[1])
+
+
+def test_a_key_blind_to_what_the_windows_bind_is_caught(gpu, tmp_path, monkeypatch):
+    """Mutation: a key with the fold shapes only lets the step after the first fill replay the tape of one
+    whose window bound the residual's rows alone (the quantised group goes unread)."""
+    from bonsai.kv.windows import Windows
+
+    monkeypatch.setattr(attention, "BLOCK", 32)
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    engine = load_engine(path, gpu=gpu, kv="q4res", window=256, max_positions=160, progress=False)
+    engine.cache.variant = "blocks"
+    recorded = _decode(engine, replay=False, steps=70)
+    real = Windows.replay_key
+
+    def shapes_only(self, pos, n, n_heads):
+        key = real(self, pos, n, n_heads)
+        return None if key is None else (key[0], tuple(piece[0] for piece in key[1]))
+
+    monkeypatch.setattr(Windows, "replay_key", shapes_only)
+    assert not np.array_equal(_decode(engine, replay=True, steps=70)[0], recorded[0])
 
 
 def test_replaying_a_step_that_fills_a_group_is_caught(gpu, tmp_path, monkeypatch):
@@ -100,7 +120,7 @@ def test_replaying_a_step_that_fills_a_group_is_caught(gpu, tmp_path, monkeypatc
 
     monkeypatch.setattr(attention, "BLOCK", 4)
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    engine = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=128, progress=False)
+    engine = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=160, progress=False)
     engine.cache.variant = "blocks"
     monkeypatch.setattr(residual.Residual, "only_appends", lambda self, pos: True)
     with pytest.raises(KVError, match="skips positions 0..63"):  # the group never reached the master
@@ -133,7 +153,7 @@ def test_a_key_blind_to_where_a_row_ends_is_caught(gpu, tmp_path, monkeypatch):
 
     def first_rows_only(self, pos, n, n_heads):
         key = real(self, pos, n, n_heads)
-        return None if key is None else (*key[:2], tuple(first for first, _ in key[2]), key[3])
+        return None if key is None else (key[0], tuple(first for first, _ in key[1]), key[2])
 
     runs = []
     for replay in (False, True):
