@@ -132,16 +132,15 @@ class KVCache:
         group or appends into a group the residual does not hold)."""
         if n != 1 or self._staging.pending or not self._slots.all_resident:
             return None
-        res, g0 = self.residual, 0
-        if res is not None:  # the residual scatter's destination is a step parameter (`prepare`)
-            g0 = pos - pos % self.layout.group
-            if not res.only_appends(pos):
-                return None
+        # the residual scatter's destination and the windows' residual start are step parameters (`prepare`):
+        # a step in the next group replays this group's tape where the windows bind the same buffers
+        if self.residual is not None and not self.residual.only_appends(pos):
+            return None
         win = pos // self.window
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         attention = self._windows.replay_key(pos, n, n_heads)
-        return None if attention is None else (win, g0, *attention)
+        return None if attention is None else (win, *attention)
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose

@@ -87,7 +87,9 @@ class Windows:
             rows = tuple((lay.slot_word(kind, pos) * 4 // TEXTURE_ROW_BYTES,  # first and last texture row
                           ((lay.slot_word(kind, pos) + words) * 4 - 1) // TEXTURE_ROW_BYTES)
                          for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
-        return rows, tuple(att.fold_shape(w) for w in att.pieces(self.descriptors(0, pos + n)[1], n))
+        # each piece's shape and what it binds: its own rows, joined to the residual's, or the residual's alone
+        return rows, tuple((att.fold_shape(w, n), w.residual, w.res is None, w.res is w.k)
+                           for w in att.pieces(self.descriptors(0, pos + n)[1], n))
 
     def descriptors(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
         """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now."""

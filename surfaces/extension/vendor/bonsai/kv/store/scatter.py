@@ -28,6 +28,14 @@ class Scatter:
         dp = self.step.get((role,), dst_k, dst_v, 0, 0)
         self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n)))
 
+    def copy(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_k: int, dst_v: int) -> None:
+        """The same copy to a destination that is a parameter of its own (cached by value), not a step's: for
+        copies that do not move with the step (a filled group's rows into staging), where `gpu.copy` would end
+        the compute pass."""
+        if n_k + n_v:
+            self.gpu.dispatch(self.kernel, [self.params.get(src_k, n_k, src_v, n_v), self.params.get(dst_k, dst_v, 0, 0),
+                                            src, dst], grid(workgroups(n_k + n_v)))
+
     def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
         """Write the per-step destination now (before recording), so recording does not split the pass;
         returns the role's buffer (which the store kernel's `also` copy reads as well)."""

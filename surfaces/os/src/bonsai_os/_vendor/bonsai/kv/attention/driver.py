@@ -37,6 +37,10 @@ BLOCK = 64  # positions per block of the "blocks" variant
 FUSE_MERGE = True  # blocks variant: fold and merge in one dispatch where the adapter allows (read at construction)
 FUSED_TOKENS = 1  # ... for calls of at most this many query tokens (decode steps)
 FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
+# Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
+# workgroups return at once, and a step's tape replays until its window outgrows them, so decoding
+# re-records a step every FOLD_PAD blocks instead of every block (~4 ms of Python on the H200 each).
+FOLD_PAD = 8
 # Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
 # least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
 # silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
@@ -152,12 +156,17 @@ class Attention:
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
         )
 
-    def fold_shape(self, win: Window) -> int:
-        """What of window `win` sizes its fold dispatches (beyond n_q): blocks -> the blocks it touches,
+    def fold_shape(self, win: Window, n_q: int = 1) -> int:
+        """What of window `win` sizes its fold dispatches for n_q query tokens (beyond n_q): blocks -> the
+        blocks it touches, for decode steps (n_q <= FUSED_TOKENS) rounded up to a multiple of FOLD_PAD within
+        the blocks one dispatch may span (blocks.wgsl: workgroups past the window's blocks return at once);
         serial -> nothing (0)."""
-        if self.variant == "blocks":
-            return -(-win.end // self.block) - win.start // self.block
-        return 0
+        if self.variant != "blocks":
+            return 0
+        blocks = -(-win.end // self.block) - win.start // self.block
+        if n_q > FUSED_TOKENS:
+            return blocks
+        return max(blocks, min(-(-blocks // FOLD_PAD) * FOLD_PAD, self.max_span(n_q) // self.block))
 
     def max_span(self, n_q: int) -> int:
         """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
@@ -300,7 +309,7 @@ class Attention:
         if n > MAX_GROUPS:
             raise KVError(f"blocks attention: {n_q} tokens x {self.n_heads} heads = {n} workgroups in one "
                           f"dimension, above the {MAX_GROUPS} WebGPU allows; use fewer tokens per step")
-        blocks = self.fold_shape(win)
+        blocks = self.fold_shape(win, n_q)
         part = self._part_for(n, blocks)
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")

@@ -1,7 +1,7 @@
 // Used by blocks.wgsl (//#include): scores and the one-position-at-a-
 // time fold. Expects `p`, `w`, `kword`/`vword` (../format/words_buffer.wgsl), workgroup arrays `qs` (the query), `sc` (HD scores), `vs`
 // and `vm` (their V rows' scales and mins), `ks` and `km` (K_GROUP_CACHE), format/row_format.wgsl, format/k_elem.wgsl and format/v_elem.wgsl; one workgroup of HD
-// invocations; RESIDUAL and the f32 rows `rc` (see pos_score).
+// invocations; BLOCK (block_state.wgsl); RESIDUAL and the f32 rows `rc` (see pos_score).
 
 // Per-channel asymmetric K (c4a: q4res's K) whose groups are the blocks: every quantised position a
 // workgroup scores shares one group, so its channels' scales and mins are decoded once per fold_range
@@ -96,12 +96,26 @@ fn score(r: u32, pos: u32) -> f32 {
 // none. Elsewhere RESIDUAL is false and `rc` is never read.
 fn in_residual(pos: u32) -> bool { return RESIDUAL && pos >= w.w0; }
 
+// Word i of the residual rows `rc` (bound as 16-byte vectors for pos_score's loads).
+fn rword(i: u32) -> u32 { return rc[i / 4u][i % 4u]; }
+
 // Score of the position pos of KV head g: a sequential dot product over d, as `score` does for f32 K.
+// A residual row's K is loaded four values at a time, as f32 K's: each invocation reads a row of its
+// own, and the newest group's block (up to GROUP residual positions) is the slowest of a decode fold's
+// blocks. The same sum.
 fn pos_score(pos: u32, g: u32) -> f32 {
     if (in_residual(pos)) {
         let kb = ((pos - w.w0) * p.n_kv + g) * HD;
         var dot = 0.0;
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(rc[kb + d]); }
+        if (HD % 8u == 0u) {
+            for (var d = 0u; d < HD; d = d + 8u) {
+                let ka = bitcast<vec4<f32>>(rc[(kb + d) / 4u]);
+                let kz = bitcast<vec4<f32>>(rc[(kb + d) / 4u + 1u]);
+                dot = add8(dot, d, ka, kz);
+            }
+            return dot * p.qk_scale;
+        }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(rword(kb + d)); }
         return dot * p.qk_scale;
     }
     return score((pos - w.buf_base) * p.n_kv + g, pos);
@@ -116,13 +130,58 @@ const V_ROW_MIN: bool = V_BITS < 32u && V_ASYM;
 
 // V value j of position pos, head g (s: its row scale, where V_ROW_SCALE or V_ROW_MIN; mn: its min).
 fn pos_v(pos: u32, g: u32, j: u32, s: f32, mn: f32) -> f32 {
-    if (in_residual(pos)) { return bitcast<f32>(rc[w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j]); }
+    if (in_residual(pos)) { return bitcast<f32>(rword(w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j)); }
     if (V_ROW_SCALE) { return v_scaled(v_row(pos, g), j, s); }
     if (V_ROW_MIN) {
         let code = (vword(v_row(pos, g) + j / V_PER) >> (V_BITS * (j % V_PER))) & V_MASK;
         return f32(code) * s + mn;
     }
     return v_elem(v_row(pos, g), j);
+}
+
+// RESIDUAL's boundary w.w0 is a multiple of GROUP (or at most the window's first position), so where
+// GROUP is a multiple of BLOCK a block, and with it a fold_range, lies wholly in the quantised part or
+// wholly in the residual: fold_range then decides once whether its V values are all codes.
+const RES_BY_BLOCK: bool = !RESIDUAL || GROUP % BLOCK == 0u;
+const V_QUICK: bool = V_ROW_MIN && RES_BY_BLOCK;
+
+// Eight V values (positions i .. i + 7 of a round of HD).
+struct V8 { a: vec4<f32>, b: vec4<f32> }
+
+// The V value of code word `word` shifted by sh, with round position k's scale and min (pos_v's value).
+fn dq(word: u32, sh: u32, k: u32) -> f32 { return f32((word >> sh) & V_MASK) * vs[k] + vm[k]; }
+
+// V value j of the eight quantised positions pos .. pos + 7 (round positions k .. k + 7), V_QUICK: the
+// word's address and shift once, then eight word loads written out (pos_v works both out per value,
+// and asks in_residual of each; the q4res fold at 1K on the H200: 22.8-23.5 -> 15.0-15.7 us per layer,
+// bench/NOTES.md session 17).
+fn v8_quick(pos: u32, g: u32, j: u32, k: u32) -> V8 {
+    let base = v_row(pos, g) + j / V_PER;
+    let st = p.n_kv * V_WORDS;
+    let sh = V_BITS * (j % V_PER);
+    let c0 = vword(base);
+    let c1 = vword(base + st);
+    let c2 = vword(base + 2u * st);
+    let c3 = vword(base + 3u * st);
+    let c4 = vword(base + 4u * st);
+    let c5 = vword(base + 5u * st);
+    let c6 = vword(base + 6u * st);
+    let c7 = vword(base + 7u * st);
+    return V8(vec4<f32>(dq(c0, sh, k), dq(c1, sh, k + 1u), dq(c2, sh, k + 2u), dq(c3, sh, k + 3u)),
+              vec4<f32>(dq(c4, sh, k + 4u), dq(c5, sh, k + 5u), dq(c6, sh, k + 6u), dq(c7, sh, k + 7u)));
+}
+
+// V value j of the eight positions pos .. pos + 7 (round positions k .. k + 7), any mode.
+fn v8_any(pos: u32, g: u32, j: u32, k: u32) -> V8 {
+    let v0 = pos_v(pos + 0u, g, j, vs[k + 0u], vm[k + 0u]);
+    let v1 = pos_v(pos + 1u, g, j, vs[k + 1u], vm[k + 1u]);
+    let v2 = pos_v(pos + 2u, g, j, vs[k + 2u], vm[k + 2u]);
+    let v3 = pos_v(pos + 3u, g, j, vs[k + 3u], vm[k + 3u]);
+    let v4 = pos_v(pos + 4u, g, j, vs[k + 4u], vm[k + 4u]);
+    let v5 = pos_v(pos + 5u, g, j, vs[k + 5u], vm[k + 5u]);
+    let v6 = pos_v(pos + 6u, g, j, vs[k + 6u], vm[k + 6u]);
+    let v7 = pos_v(pos + 7u, g, j, vs[k + 7u], vm[k + 7u]);
+    return V8(vec4<f32>(v0, v1, v2, v3), vec4<f32>(v4, v5, v6, v7));
 }
 
 // One position folded into (m, l, acc[j]): score s, V value v.
@@ -133,6 +192,18 @@ fn fold_one(s: f32, v: f32, m: ptr<function, f32>, l: ptr<function, f32>, acc: p
     *l = *l * c_old + e;
     *acc = *acc * c_old + e * v;
     *m = m_new;
+}
+
+// Round positions k .. k + 7 (scores sc[k ..], V values v) folded in order.
+fn fold8(k: u32, v: V8, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<function, f32>) {
+    fold_one(sc[k + 0u], v.a.x, m, l, acc);
+    fold_one(sc[k + 1u], v.a.y, m, l, acc);
+    fold_one(sc[k + 2u], v.a.z, m, l, acc);
+    fold_one(sc[k + 3u], v.a.w, m, l, acc);
+    fold_one(sc[k + 4u], v.b.x, m, l, acc);
+    fold_one(sc[k + 5u], v.b.y, m, l, acc);
+    fold_one(sc[k + 6u], v.b.z, m, l, acc);
+    fold_one(sc[k + 7u], v.b.w, m, l, acc);
 }
 
 // Fold positions [lo, hi) of KV head g into (m, l, acc[j]), one position at a time in increasing
@@ -148,6 +219,7 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
         if (lo < hi && !in_residual(lo)) { load_group_scales(lo, g, j); }
         workgroupBarrier();
     }
+    let quick = V_QUICK && !in_residual(lo);  // every position of [lo, hi) quantised (RES_BY_BLOCK)
     for (var b = lo; b < hi; b = b + HD) {
         if (b + j < hi) {
             sc[j] = pos_score(b + j, g);
@@ -162,22 +234,7 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
         let nb = min(HD, hi - b);
         var i = 0u;
         for (; i + 8u <= nb; i = i + 8u) {
-            let v0 = pos_v(b + i + 0u, g, j, vs[i + 0u], vm[i + 0u]);
-            let v1 = pos_v(b + i + 1u, g, j, vs[i + 1u], vm[i + 1u]);
-            let v2 = pos_v(b + i + 2u, g, j, vs[i + 2u], vm[i + 2u]);
-            let v3 = pos_v(b + i + 3u, g, j, vs[i + 3u], vm[i + 3u]);
-            let v4 = pos_v(b + i + 4u, g, j, vs[i + 4u], vm[i + 4u]);
-            let v5 = pos_v(b + i + 5u, g, j, vs[i + 5u], vm[i + 5u]);
-            let v6 = pos_v(b + i + 6u, g, j, vs[i + 6u], vm[i + 6u]);
-            let v7 = pos_v(b + i + 7u, g, j, vs[i + 7u], vm[i + 7u]);
-            fold_one(sc[i + 0u], v0, m, l, acc);
-            fold_one(sc[i + 1u], v1, m, l, acc);
-            fold_one(sc[i + 2u], v2, m, l, acc);
-            fold_one(sc[i + 3u], v3, m, l, acc);
-            fold_one(sc[i + 4u], v4, m, l, acc);
-            fold_one(sc[i + 5u], v5, m, l, acc);
-            fold_one(sc[i + 6u], v6, m, l, acc);
-            fold_one(sc[i + 7u], v7, m, l, acc);
+            if (quick) { fold8(i, v8_quick(b + i, g, j, i), m, l, acc); } else { fold8(i, v8_any(b + i, g, j, i), m, l, acc); }
         }
         for (; i < nb; i = i + 1u) { fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i]), m, l, acc); }
         workgroupBarrier();  // the scores are read by all before the next round overwrites them

@@ -9,7 +9,8 @@
 // kept in f32 between dispatches), and blocks are merged in the same order whatever the windows;
 // so any split into windows gives the same bits. Nothing divides by l before finalize.wgsl.
 //
-// Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations.
+// Workgroup (k, idx): block w.start / BLOCK + k of the window for (token, head) idx, HD invocations
+// (k < window_blocks(): a decode step's dispatch may have more, `Attention.fold_shape`, which return).
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
 // product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
 // It writes the block's fold to `part`; merge.wgsl decides what it means (see there). Two entry points:
@@ -29,7 +30,7 @@
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
 @group(0) @binding(6) var<storage, read_write> part: array<atomic<u32>>;  // block_state.wgsl's layout
-@group(0) @binding(7) var<storage, read> rc: array<u32>;       // RESIDUAL: f32 rows from w.w0 on (fold.wgsl)
+@group(0) @binding(7) var<storage, read> rc: array<vec4<u32>>; // RESIDUAL: f32 rows from w.w0 on, four words a vector (fold.wgsl)
 @group(0) @binding(8) var<storage, read> kc4: array<vec4<u32>>; // kc's words four at a time (f32 K, fold.wgsl)
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;  // fold_merge: [n_q, n_heads, HD], the last window
 
@@ -89,7 +90,7 @@ fn fold_block(k: u32, idx: u32, j: u32) {
 
 @compute @workgroup_size({{HEAD_DIM}})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    if (wid.y >= p.n_q * p.n_heads) { return; }
+    if (wid.y >= p.n_q * p.n_heads || wid.x >= window_blocks()) { return; }  // the driver pads decode's blocks
     fold_block(wid.x, wid.y, lid.x);
 }
 
@@ -104,6 +105,7 @@ var<workgroup> last_s: u32;  // fold_merge: 1 in the workgroup that merges
 @compute @workgroup_size({{HEAD_DIM}})
 fn fold_merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let idx = wid.y;  // the dispatch is (blocks, n_q * n_heads): every idx is a real one
+    if (wid.x >= window_blocks()) { return; }  // past the window's blocks (the driver pads decode's): no fold, no count
     fold_block(wid.x, idx, lid.x);
     storageBarrier();
     if (lid.x == 0u) {
