@@ -56,6 +56,21 @@ quick_decode() {
       --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 "$@" \
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
+# row PYTHONPATH NAME ARGS...: one decode_bench row with the mode's $K1 (the final* and s17 modes), its line
+row() {
+  path=$1; name=$2; shift 2
+  PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" --out "$OUT/$name.json" 2>&1 \
+      | grep -i "bonsai GPU\|HF trans" | cut -c1-200
+}
+# eight_k: this tree's decode at 8K context (f32, q4res) beside llama.cpp at depth 8192
+eight_k() {
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 --new-tokens 128 \
+        --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --label "after $kv 8K" --out "$OUT/after_${kv}_8k.json" \
+        2>&1 | grep -i "bonsai GPU" | cut -c1-200
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
+}
 case "$1" in
 roofline)
   PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
@@ -287,8 +302,6 @@ final15)
   # Face, and 8K context beside llama.cpp at depth 8192
   M=$(model_and_peer)
   K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
-  row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
-      --out "$OUT/$name.json" 2>&1 | grep -i "bonsai GPU\|HF trans" | cut -c1-200; }
   B=$PWD/.site:$PWD/.before/runtime
   for round in 1 2; do
     for kv in f32 q4res; do
@@ -303,12 +316,7 @@ final15)
     fi
   done
   row $AFTER after_f32_hf --kv f32 --hf --label "after f32"
-  for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 --new-tokens 128 \
-        --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --label "after $kv 8K" --out "$OUT/after_${kv}_8k.json" \
-        2>&1 | grep -i "bonsai GPU" | cut -c1-200
-  done
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
+  eight_k
   ;;
 s17)
   # bench/device_run.sh s17 (after the three part calls; carry .whl .gl .var): each patched tree in .var/NAME/runtime,
@@ -316,8 +324,6 @@ s17)
   # of 2; decode 256 after 1,024), then f32 rows of the first two trees (the f32 path must not move)
   M=$(model_and_peer)
   K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 2"
-  row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
-      --out "$OUT/$name.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200; }
   trees=(.var/*/)
   for round in 1 2; do
     for d in "${trees[@]}"; do
@@ -353,8 +359,6 @@ final17)
   # resident loop's block times (bench/resident_profile.py)
   M=$(model_and_peer)
   K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 2"
-  row() { path=$1; name=$2; shift 2; PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" \
-      --out "$OUT/$name.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200; }
   B=$PWD/.site:$PWD/.before/runtime
   for side in before after; do
     P=$AFTER; [ $side = before ] && P=$B
@@ -374,12 +378,7 @@ final17)
       row $AFTER after_q4res_32 --kv q4res --resident-steps 32 --label "after q4res 32 steps"
     fi
   done
-  for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 --new-tokens 128 \
-        --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --label "after $kv 8K" --out "$OUT/after_${kv}_8k.json" \
-        2>&1 | grep -i "bonsai GPU" | cut -c1-200
-  done
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
+  eight_k
   for kv in f32 q4res; do  # each 16-step block's wall time (grouped modes quantise a group in some)
     PYTHONPATH=$AFTER timeout 100 python3 bench/resident_profile.py --model $M --kv $kv --top 0 \
         --out "$OUT/profile_$kv.json" 2>&1 | grep -E "ms per token|^blocks" | cut -c1-400
