@@ -67,7 +67,7 @@ def test_pieces_join_the_residual_only_within_one_span(gpu):
 @pytest.mark.parametrize("bug", [
     ("fn in_residual(pos: u32) -> bool { return RESIDUAL && pos >= w.w0; }",
      "fn in_residual(pos: u32) -> bool { return RESIDUAL && pos > w.w0; }"),  # first residual row read as quantised
-    ("rc[w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j]", "rc[w.w1 + ((pos - w.w0 + 1u) * p.n_kv + g) * HD + j]"),
+    ("rword(w.w1 + ((pos - w.w0) * p.n_kv + g) * HD + j)", "rword(w.w1 + ((pos - w.w0 + 1u) * p.n_kv + g) * HD + j)"),
 ])
 def test_a_wrong_residual_fold_is_caught(gpu, monkeypatch, bug):
     """Mutation: the joined fold reads the residual rows wrongly; the comparison above fails."""
