@@ -21,20 +21,19 @@ class Scatter:
 
         The destination is a per-step parameter of `role` (one buffer per role, rewritten when it moves):
         a step's scatters of one role must share their destination."""
-        n = n_k + n_v
-        if n == 0:
-            return
-        sp = self.params.get(src_k, n_k, src_v, n_v)
-        dp = self.step.get((role,), dst_k, dst_v, 0, 0)
-        self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n)))
+        if n_k + n_v:
+            self._dispatch(src, src_k, n_k, src_v, n_v, dst, self.step.get((role,), dst_k, dst_v, 0, 0))
 
     def copy(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_k: int, dst_v: int) -> None:
         """The same copy to a destination that is a parameter of its own (cached by value), not a step's: for
         copies that do not move with the step (a filled group's rows into staging), where `gpu.copy` would end
         the compute pass."""
         if n_k + n_v:
-            self.gpu.dispatch(self.kernel, [self.params.get(src_k, n_k, src_v, n_v), self.params.get(dst_k, dst_v, 0, 0),
-                                            src, dst], grid(workgroups(n_k + n_v)))
+            self._dispatch(src, src_k, n_k, src_v, n_v, dst, self.params.get(dst_k, dst_v, 0, 0))
+
+    def _dispatch(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_params: Any) -> None:
+        sp = self.params.get(src_k, n_k, src_v, n_v)
+        self.gpu.dispatch(self.kernel, [sp, dst_params, src, dst], grid(workgroups(n_k + n_v)))
 
     def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
         """Write the per-step destination now (before recording), so recording does not split the pass;

@@ -113,7 +113,7 @@ class Residual:
                                 src_pos=lay.group)
             self.mirrors.mark(slot, v_word * 4, (v_word + lay.group * lay.v_words) * 4)
         out = staging.book_group(layer, g0)
-        n_k, n_v = lay.group * lay.k_words, lay.group * lay.v_words if self.v_res else 0
+        n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
         self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k)  # in the pass
 
     def restart(self, layer: int, pos: int, slot: Any) -> None:

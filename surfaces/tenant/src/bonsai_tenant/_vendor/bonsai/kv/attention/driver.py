@@ -158,13 +158,13 @@ class Attention:
 
     def fold_shape(self, win: Window, n_q: int = 1) -> int:
         """What of window `win` sizes its fold dispatches for n_q query tokens (beyond n_q): blocks -> the
-        blocks it touches, for decode steps (n_q <= FUSED_TOKENS) rounded up to a multiple of FOLD_PAD within
-        the blocks one dispatch may span (blocks.wgsl: workgroups past the window's blocks return at once);
-        serial -> nothing (0)."""
+        blocks it touches, for one-token steps (the ones a tape replays) rounded up to a multiple of FOLD_PAD
+        within the blocks one dispatch may span (blocks.wgsl: workgroups past the window's blocks return at
+        once); serial -> nothing (0)."""
         if self.variant != "blocks":
             return 0
         blocks = -(-win.end // self.block) - win.start // self.block
-        if n_q > FUSED_TOKENS:
+        if n_q != 1:
             return blocks
         return max(blocks, min(-(-blocks // FOLD_PAD) * FOLD_PAD, self.max_span(n_q) // self.block))
 
