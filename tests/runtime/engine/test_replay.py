@@ -66,15 +66,19 @@ def test_missing_bookkeeping_in_a_replay_is_caught(engine, monkeypatch):
     assert _decode(engine, replay=True)[1] != recorded[1]
 
 
-@pytest.fixture(params=["q4res", "kc4v4"])
-def grouped(request, gpu, tmp_path, monkeypatch):
+def _grouped_engine(gpu, tmp_path, monkeypatch, kv):
     """A grouped-K cache (groups of 64 positions for q4res, 32 for kc4v4) on the GPU kernels' variant, with
     blocks of 32: every fold dispatch of these steps is FOLD_PAD = 8 blocks wide, so no block changes the key."""
     monkeypatch.setattr(attention, "BLOCK", 32)
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    engine = load_engine(path, gpu=gpu, kv=request.param, window=256, max_positions=160, progress=False)
+    engine = load_engine(path, gpu=gpu, kv=kv, window=256, max_positions=160, progress=False)
     engine.cache.variant = "blocks"
     return engine
+
+
+@pytest.fixture(params=["q4res", "kc4v4"])
+def grouped(request, gpu, tmp_path, monkeypatch):
+    return _grouped_engine(gpu, tmp_path, monkeypatch, request.param)
 
 
 GROUPED_STEPS = 140  # from position 6: fills two K groups of q4res (four of kc4v4) mid-decode
@@ -94,14 +98,11 @@ def test_grouped_modes_replay_bit_for_bit_across_a_group_fill(grouped):
 
 
 def test_a_key_blind_to_what_the_windows_bind_is_caught(gpu, tmp_path, monkeypatch):
-    """Mutation: a key with the fold shapes only lets the step after the first fill replay the tape of one
+    """Mutation: a key with the fold shapes only lets q4res's step after the first fill replay the tape of one
     whose window bound the residual's rows alone (the quantised group goes unread)."""
     from bonsai.kv.windows import Windows
 
-    monkeypatch.setattr(attention, "BLOCK", 32)
-    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
-    engine = load_engine(path, gpu=gpu, kv="q4res", window=256, max_positions=160, progress=False)
-    engine.cache.variant = "blocks"
+    engine = _grouped_engine(gpu, tmp_path, monkeypatch, "q4res")
     recorded = _decode(engine, replay=False, steps=70)
     real = Windows.replay_key
 
