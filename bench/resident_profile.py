@@ -66,7 +66,7 @@ def main() -> None:
     print(f"{engine.gpu.description}, kv {a.kv}, context {a.context}: {plain * 1e3:.3f} ms per token unprofiled "
           f"({1 / plain:.1f} tok/s); profiled: {total / a.tokens * 1e3:.3f} ms of Python per token")
     median = sorted(s for _, s in blocks)[len(blocks) // 2]
-    print("blocks (first position: ms; * = over 1.2x the median " f"{median * 1e3:.2f} ms): "
+    print(f"blocks (first position: ms; * = over 1.2x the median {median * 1e3:.2f} ms): "
           + ", ".join(f"{p}: {s * 1e3:.2f}{'*' if s > 1.2 * median else ''}" for p, s in blocks))
     print(text.getvalue())
     out = Path(a.out)
