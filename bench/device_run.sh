@@ -32,6 +32,7 @@
 #   bench/device_run.sh final15     # session 15: main against this tree (f32, q4res), llama.cpp, 32 steps, HF, 8K
 #   bench/device_run.sh s17         # session 17: the q4res fold's V variants (.var/NAME): fold us, q4res rows, f32 rows
 #   bench/device_run.sh gap17       # session 17: the decode step's kernels f32 and q4res (two rounds), decode f32/q4res x4
+#   bench/device_run.sh final17hf   # session 17's head: f32 beside Hugging Face, q4res, f32 again, llama.cpp d1024
 #   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
@@ -350,6 +351,16 @@ gap17)
   for r in 1 2 3 4; do
     for kv in f32 q4res; do quick_decode "$AFTER" "kvab_${kv}_$r" 1024 --kv $kv --label "$kv r$r"; done
   done
+  ;;
+final17hf)
+  # bench/device_run.sh final17hf (after the three part calls; carry .whl .gl .ll): this tree at 1K in one call, f32
+  # beside Hugging Face (prefill 512 best of 3, decode 256 after 1,024), q4res, f32 again, llama.cpp at depth 1024
+  M=$(model_and_peer)
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
+  row $AFTER f32_hf --kv f32 --hf --label "f32"
+  row $AFTER q4res --kv q4res --label "q4res"
+  row $AFTER f32 --kv f32 --label "f32 again"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
   ;;
 final17)
   # bench/device_run.sh final17 (after the three part calls; carry .whl .gl .ll .before; .before = `git archive <main>
