@@ -103,7 +103,7 @@ IN_PAGE = textwrap.dedent('''
     out["profile_cumtime"] = s.getvalue()
     # GPU time per kernel of one taped decode step: each dispatch of the tape recorded REP times, waited for
     names = {id(k.pipeline): k.name for k in gpu._kernels._kernels.values()}
-    tape = engine.model._tape
+    tape = engine.model.last_tape
     REP = 4
     def timed(entries, rep):
         gpu.wait()

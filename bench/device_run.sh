@@ -34,6 +34,7 @@
 #   bench/device_run.sh gap17       # session 17: the decode step's kernels f32 and q4res (two rounds), decode f32/q4res x4
 #   bench/device_run.sh final17hf   # session 17's head: f32 beside Hugging Face, q4res, f32 again, llama.cpp d1024
 #   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
+#   bench/device_run.sh s18 [N]     # session 18: main (.before) against this tree at 1K, f32 and q4res alternating N rounds, q4res blocks
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -393,6 +394,24 @@ final17)
   for kv in f32 q4res; do  # each 16-step block's wall time (grouped modes quantise a group in some)
     PYTHONPATH=$AFTER timeout 100 python3 bench/resident_profile.py --model $M --kv $kv --top 0 \
         --out "$OUT/profile_$kv.json" 2>&1 | grep -E "ms per token|^blocks" | cut -c1-400
+  done
+  ;;
+s18)
+  # bench/device_run.sh s18 [ROUNDS] (after the three part calls; carry .whl .gl .before; .before = `git archive <main>
+  # runtime/bonsai bench`): main against this tree, decode 256 after 1,024 with f32 and q4res KV, alternating ROUNDS
+  # (default 4) rounds; then each side's q4res 16-step block times (bench/resident_profile.py: fills are in some)
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for r in $(seq 1 "${2:-4}"); do
+    for kv in f32 q4res; do
+      quick_decode "$B" "before_${kv}_$r" 1024 --kv $kv --label "before $kv r$r"
+      quick_decode "$AFTER" "after_${kv}_$r" 1024 --kv $kv --label "after $kv r$r"
+    done
+  done
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$B
+    PYTHONPATH=$P timeout 100 python3 bench/resident_profile.py --model $M --kv q4res --top 0 \
+        --out "$OUT/profile_${side}_q4res.json" 2>&1 | grep -E "ms per token|^blocks" | sed "s/^/$side: /" | cut -c1-400
   done
   ;;
 long)

@@ -92,7 +92,7 @@ def main() -> None:
     else:
         tok = engine.prefill_argmax(ids)
         tok = engine._steps_on_gpu(tok, 4, lambda j: None)[-1]
-        tape = engine.model._tape
+        tape = engine.model.last_tape
     tape = [e for e in tape if e is not None and len(e) == 3]  # dispatches (not texture copies)
     gpu, names = engine.gpu, _names(engine.gpu)
     kinds = Counter((id(e[0]), e[2]) for e in tape)

@@ -35,7 +35,7 @@ def _run(engine, fuse: bool, replay: bool, steps: int = 16):
     for host in engine.cache.master.layers:  # a blank master, so rows missing from it show
         host[:] = bytes(len(host))
     engine.model.fuse_store, engine.model.replay, engine.model.replays = fuse, replay, 0
-    engine.model._tape_key = None
+    engine.model.forget_tapes()
     engine.resident_steps = steps
     real, stores = engine.gpu.dispatch, []
 

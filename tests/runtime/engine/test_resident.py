@@ -74,7 +74,7 @@ def test_a_step_that_embeds_the_host_id_instead_of_the_gpu_id_is_caught(engine, 
     real = GpuModel._record_dispatches
     monkeypatch.setattr(GpuModel, "_record_dispatches",
                         lambda self, pos, t, all_logits, from_token: real(self, pos, t, all_logits, False))
-    engine.model._tape_key = None
+    engine.model.forget_tapes()
     assert _run(engine, 16)[0] != one[0]
 
 

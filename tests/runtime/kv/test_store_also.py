@@ -29,7 +29,7 @@ def _decode(engine, fuse: bool):
     for host in engine.cache.master.layers:
         host[:] = bytes(len(host))
     engine.cache.fuse_store = fuse
-    engine.model._tape_key = None
+    engine.model.forget_tapes()
     engine.prefill_argmax([3, 1, 4, 1, 5, 9])
     before = engine.gpu.dispatch_count
     tok, rows = 2, []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections import OrderedDict
 from typing import Any
 
 from ..config import ModelConfig
@@ -14,6 +15,11 @@ from ..kv.api import KVCacheAPI
 from ..ops import argmax, qkv_store, rmsnorm, rope
 from ..ops import matmul as mm
 from .weights import Weights
+
+# Tapes kept, by step key (most recently used last). A grouped mode alternates two kinds of step within a
+# window (steps that append to the residual, and every G-th that fills the group), and each replays the
+# tape of the last step of its kind; a few more let a key that comes back after a change replay too.
+TAPES_KEPT = 4
 
 
 class Activations:
@@ -89,8 +95,7 @@ class GpuModel:
         self.fuse_store = True
         self.replay = True  # tape decode steps and replay them while their shape holds (see `record`)
         self.replays = 0  # steps replayed so far
-        self._tape: Any = None
-        self._tape_key: tuple | None = None
+        self._tapes: OrderedDict[tuple, list[Any]] = OrderedDict()  # step key -> its tape (`TAPES_KEPT`)
 
     def _mm(self, m: mm.QMatrix, x: Any, y: Any, t: int, *, x_stride: int, y_stride: int, y_off: int = 0,
             x_off: int = 0, accum: bool = False) -> None:
@@ -120,19 +125,39 @@ class GpuModel:
         self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
         g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
                 + self.angles.rows(pos, t))
-        if key is not None and key == self._tape_key:
+        tape = self._tapes.get(key) if key is not None else None
+        if key is not None and tape is not None:
+            self._tapes.move_to_end(key)
             self.cache.replay_appends(pos, t)
-            g.replay(self._tape)
+            g.replay(tape)
             self.replays += 1
         else:
             if key is not None:
                 g.start_tape()
             self._record_dispatches(pos, t, all_logits, from_token)
             if key is not None:
-                self._tape = g.stop_tape()
-                self._tape_key = key if self._tape is not None else None
+                self._keep_tape(key, g.stop_tape())
         if park:
             self.cache.park()
+
+    def _keep_tape(self, key: tuple, tape: list[Any] | None) -> None:
+        """Keep the tape of a step just recorded under its key (None: it wrote, read or copied, not kept)."""
+        if tape is None:
+            self._tapes.pop(key, None)
+            return
+        self._tapes[key] = tape
+        self._tapes.move_to_end(key)
+        while len(self._tapes) > TAPES_KEPT:
+            self._tapes.popitem(last=False)
+
+    def forget_tapes(self) -> None:
+        """Drop every kept tape: the next steps record afresh (for tests that change what steps record)."""
+        self._tapes.clear()
+
+    @property
+    def last_tape(self) -> list[Any] | None:
+        """The tape recorded or replayed most recently (None before any), for the benches' kernel tables."""
+        return next(reversed(self._tapes.values()), None)
 
     def _step_key(self, pos: int, t: int, all_logits: bool, from_token: bool) -> tuple | None:
         """Equal keys: equal dispatch lists (None: do not tape or replay this step)."""

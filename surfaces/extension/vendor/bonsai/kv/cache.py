@@ -102,7 +102,7 @@ class KVCache:
                                 self._variant)
         self._handover: Handover | None = None  # made by the first `park`
         if self.residual is not None:
-            self.residual.bind(gpu, self._params, self._mirrors, self._scatter)
+            self.residual.bind(gpu, self._params, self._step, self._mirrors, self._scatter)
         self._appender = Appender(lay, self._staging, self._store, self._scatter, self._slots, self._mirrors,
                                   self.residual, self.sync_host, self._unsynced)
 
@@ -128,26 +128,35 @@ class KVCache:
         """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
         when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):
         equal keys, equal dispatch lists. None when the step may do more than record dispatches (a VRAM
-        budget, rows not synced, a window slot still to be made; grouped modes: a step that fills its K
-        group or appends into a group the residual does not hold)."""
+        budget, rows not synced, a window slot still to be made; grouped modes: a step that appends into a
+        group the residual does not hold)."""
         if n != 1 or self._staging.pending or not self._slots.all_resident:
             return None
-        # the residual scatter's destination and the windows' residual start are step parameters (`prepare`):
-        # a step in the next group replays this group's tape where the windows bind the same buffers
-        if self.residual is not None and not self.residual.only_appends(pos):
-            return None
+        # the residual scatter's destination, the windows' residual start and (a step that fills the group)
+        # where the group kernels write it are step parameters (`prepare`): a step in the next group replays
+        # this group's tape where the windows bind the same buffers, and a fill the last fill's tape
+        kind = None
+        if self.residual is not None:
+            kind = self.residual.step_kind(pos)
+            if kind is None:
+                return None
         win = pos // self.window
         if not all((layer, win) in self._slots.resident for layer in range(self.n_layers)):
             return None  # the step makes a slot (without a budget nothing is evicted: earlier ones exist)
         attention = self._windows.replay_key(pos, n, n_heads)
-        return None if attention is None else (win, *attention)
+        return None if attention is None else (win, kind, *attention)
 
     def replay_appends(self, pos: int, n: int) -> None:
         """The bookkeeping `append` does for [pos, pos+n) in every layer, for a replayed step (whose
-        taped dispatches write the rows): the same staging entries, in the same order."""
+        taped dispatches write the rows): the same staging entries, in the same order, and (a step that
+        fills a group) the residual's new start."""
+        res = self.residual
+        filled = res if res is not None and res.step_kind(pos) == "fill" else None
         for layer in range(self.n_layers):
             self._check_range(layer, pos, n)
             self._staging.book_rows(layer, pos, n)
+            if filled is not None:
+                filled.replay_fill(layer, pos + 1 - self.layout.group, self._staging)
 
     def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
         """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
@@ -162,6 +171,8 @@ class KVCache:
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
         if self.residual is not None:
             self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
+            if n == 1:
+                self.residual.prepare(pos)
         self._windows.plan(pos, n, n_heads)
 
     # ---- parking: rows that wait on the GPU for several decode steps -------------------------

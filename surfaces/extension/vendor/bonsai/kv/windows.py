@@ -70,7 +70,13 @@ class Windows:
 
     def plan(self, pos: int, n: int, n_heads: int) -> None:
         """Write the parameters of attending from [pos, pos+n) in every layer now (see `KVCache.prepare`)."""
-        self.driver(n_heads).plan(self.descriptors(0, pos + n)[1], pos, n)
+        self.driver(n_heads).plan(self._after_appends(pos + n), pos, n)
+
+    def _after_appends(self, kv_len: int) -> list[Window]:
+        """The windows a step attends once it has appended up to kv_len in every layer (before it does): a
+        grouped mode's residual then starts at the group holding kv_len, past a group the step fills."""
+        q_end = kv_len - kv_len % self.layout.group if self.residual is not None else kv_len
+        return self.descriptors(0, kv_len, q_end)[1]
 
     def replay_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """Attention's part of `KVCache.step_key` for a step attending from [pos, pos+n): the fold
@@ -89,12 +95,14 @@ class Windows:
                          for kind, words in ((Kind.K, lay.k_words), (Kind.V, lay.v_words)))
         # each piece's shape and what it binds: its own rows, joined to the residual's, or the residual's alone
         return rows, tuple((att.fold_shape(w, n), w.residual, w.res is None, w.res is w.k)
-                           for w in att.pieces(self.descriptors(0, pos + n)[1], n))
+                           for w in att.pieces(self._after_appends(pos + n), n))
 
-    def descriptors(self, layer: int, kv_len: int) -> tuple[int, list[Window]]:
-        """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now."""
+    def descriptors(self, layer: int, kv_len: int, q_end: int | None = None) -> tuple[int, list[Window]]:
+        """(q_end, descriptors of the windows attention folds over [0, kv_len)); slots as resident now.
+        q_end: where a grouped mode's residual starts (default: where it starts on the GPU now)."""
         # grouped K: positions from the residual's group start on are f32 rows in the residual buffer
-        q_end = min(kv_len, self.residual.gpu_start[layer]) if self.residual is not None else kv_len
+        if q_end is None:
+            q_end = min(kv_len, self.residual.gpu_start[layer]) if self.residual is not None else kv_len
         resident, window = self.slots.resident, self.layout.window
         wins = [self._window(layer, w, resident.get((layer, w)), q_end) for w in range(-(-q_end // window))]
         if q_end < kv_len:

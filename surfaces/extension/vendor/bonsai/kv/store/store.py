@@ -44,13 +44,15 @@ class Store:
         self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
-               src_pos: int = 0, also: tuple[Any, Any] | None = None) -> None:
+               src_pos: int = 0, also: tuple[Any, Any] | None = None, params: Any = None) -> None:
         """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags.
 
         also=(buffer, words), f32 rows only: the same words into `buffer` too, K rows from word words[0]
-        and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter)."""
+        and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter).
+        params: a buffer already holding (n, dst_word, flag_base, src_pos) (a step parameter), else cached."""
         rows = self.halves * n * self.n_kv
-        params = self.params.get(n, dst_word, flag_base, src_pos)
+        if params is None:
+            params = self.params.get(n, dst_word, flag_base, src_pos)
         if not self.f32_rows:
             if also is not None:
                 raise ValueError("Store.record(also=...): only f32 rows are copied twice")
@@ -72,9 +74,12 @@ class GroupStore:
         self.kernel = gpu.kernel(__package__, "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group,
                                  ROW_WORDS=self.row_words, ASYM=self.fmt.asym)
 
-    def record(self, src: Any, src_word: int, dst: Any, dst_word: int) -> None:
-        """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word."""
-        params = self.params.get(src_word, dst_word, 0, 0)
+    def record(self, src: Any, src_word: int, dst: Any, dst_word: int, params: Any = None) -> None:
+        """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word.
+
+        params: a buffer already holding (src_word, dst_word, 0, 0) (a step parameter), else cached."""
+        if params is None:
+            params = self.params.get(src_word, dst_word, 0, 0)
         self.gpu.dispatch(self.kernel, [params, src, dst], (self.n_kv,))  # a workgroup per KV head
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..gpu.limits import workgroups
-from ..gpu.params import ParamCache
+from ..gpu.params import ParamCache, StepParams
 from .errors import KVError
 from .format.modes import Mode
 from .format.rows import decode_constants
@@ -26,6 +26,10 @@ from .store.scatter import Scatter
 from .store.store import GroupStore, Store
 
 RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
+# a one-position step's group kernels (K group, V rows) and its copy of the group into staging read where the
+# group lies in its slot from step parameters of these roles, so a step that fills a group replays the tape
+# of the last one that did (`step_kind`); batches keep one cached buffer per group (no writes mid-recording)
+GROUP_ROLES = ("group_k", "group_v", "group_copy")
 
 
 class Residual:
@@ -40,11 +44,11 @@ class Residual:
         self.host_start = [0] * layout.n_layers  # the group start the host rows hold
         self.gpu_start = [0] * layout.n_layers  # the group start the GPU buffer holds (ahead until a sync)
 
-    def bind(self, gpu: Any, params: ParamCache, mirrors: Mirrors, scatter: Scatter) -> None:
+    def bind(self, gpu: Any, params: ParamCache, step: StepParams, mirrors: Mirrors, scatter: Scatter) -> None:
         """(Re)create the GPU side on `gpu` from the host rows; writes are marked in `mirrors`; appended rows
         are copied in by `scatter` (a dispatch, so a decode step stays one compute pass and can be taped)."""
         lay, m = self.layout, self.layout.mode
-        self.gpu, self.params, self.mirrors, self.scatter = gpu, params, mirrors, scatter
+        self.gpu, self.params, self.step, self.mirrors, self.scatter = gpu, params, step, mirrors, scatter
         self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
         if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
             self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
@@ -84,17 +88,37 @@ class Residual:
             if self.v_res:
                 self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
             if end == g0 + G:
-                self._quantise(layer, g0, slot(g0 // lay.window), staging)
+                self._quantise(layer, g0, slot(g0 // lay.window), staging, one_step=e.n == 1)
                 filled.append(g0)
                 self.gpu_start[layer] = end
             p = end
         return filled
 
-    def only_appends(self, pos: int) -> bool:
-        """A one-position step at `pos` only copies rows into every layer's residual: it neither fills the
-        group (quantise and copy out) nor appends into a group the GPU residual does not hold (restart)."""
+    def step_kind(self, pos: int) -> str | None:
+        """What a one-position step at `pos` does in every layer's residual: "append" (copies its rows in),
+        "fill" (they complete the group: it is quantised into its slot and copied into staging), or None: the
+        GPU residual does not hold the group (a rewind or a restore: `restart`, recorded afresh)."""
         g0 = pos - pos % self.layout.group
-        return pos + 1 - g0 < self.layout.group and all(start == g0 for start in self.gpu_start)
+        if not all(start == g0 for start in self.gpu_start):
+            return None
+        return "fill" if pos + 1 - g0 == self.layout.group else "append"
+
+    def prepare(self, pos: int) -> None:
+        """Before recording a one-position step at `pos`: where it fills a group, write the group kernels'
+        step parameters now (recording then writes nothing, and a tape of it replays for the next fill)."""
+        if self.step_kind(pos) == "fill":
+            self._group_params(pos - pos % self.layout.group, one_step=True)
+
+    def _group_params(self, g0: int, one_step: bool) -> tuple[Any, Any, Any]:
+        """The parameter buffers of quantising group g0 (K, V) and copying it from its slot: step parameters
+        (`GROUP_ROLES`) for one-position steps, else cached by value."""
+        lay = self.layout
+        k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
+        n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
+        words = ((0, k_word, 0, 0), (lay.group, v_word, 0, lay.group), (k_word, n_k, v_word, n_v))
+        if one_step:
+            return tuple(self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
+        return tuple(self.params.get(*w) for w in words)
 
     def dst_words(self, pos: int) -> tuple[int, int]:
         """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step
@@ -103,18 +127,26 @@ class Residual:
         at = pos % self.layout.group
         return at * rw, (self.layout.group + at) * rw
 
-    def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging) -> None:
+    def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging, one_step: bool) -> None:
         lay = self.layout
         k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
-        self.group_store.record(self.bufs[layer], 0, slot, k_word)
+        k_params, v_params, copy_params = self._group_params(g0, one_step)
+        self.group_store.record(self.bufs[layer], 0, slot, k_word, params=k_params)
         self.mirrors.mark(slot, k_word * 4, (k_word + lay.group * lay.k_words) * 4)
         if self.v_res:
             self.v_store.record(self.bufs[layer], self.bufs[layer], lay.group, slot, v_word, self.no_flags, 0,
-                                src_pos=lay.group)
+                                src_pos=lay.group, params=v_params)
             self.mirrors.mark(slot, v_word * 4, (v_word + lay.group * lay.v_words) * 4)
         out = staging.book_group(layer, g0)
         n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
-        self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k)  # in the pass
+        self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k,
+                          src_params=copy_params)  # in the pass
+
+    def replay_fill(self, layer: int, g0: int, staging: Staging) -> None:
+        """The bookkeeping of quantising group g0 of `layer`, for a replayed step that fills it (its taped
+        dispatches quantise and copy): the staging entry `_quantise` books, and the residual's new start."""
+        staging.book_group(layer, g0)
+        self.gpu_start[layer] = g0 + self.layout.group
 
     def restart(self, layer: int, pos: int, slot: Any) -> None:
         """Appending at `pos`, in group g0 = pos - pos % G, which the GPU residual does not hold (a rewind,
