@@ -74,7 +74,7 @@ def test_a_warm_up_without_the_tiled_batch_is_caught(gpu, tmp_path, monkeypatch)
     to the first request, and the count sees them."""
     monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
     monkeypatch.setattr(gpu, "_kernels", KernelCache())
-    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, full=False: [2, 1])
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, **kw: [2, 1])
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=256, progress=False, warm_up=True)
     assert tiled.MIN_TOKENS is not None and _first_request(engine) > 0
@@ -107,7 +107,7 @@ def test_a_warm_up_of_short_steps_leaves_a_gpu_s_first_prompt_to_make_them(gpu, 
     """Mutation: the CPU adapters' short warm-up on a GPU; the count sees what the first prompt makes."""
     monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
     real = warmup.step_lengths
-    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, full=False: real(batch, room, tiles))
+    monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, **kw: real(batch, room, tiles))
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     engine = load_engine(path, gpu=gpu, kv="q4res", window=64, max_positions=256, batch=140, progress=False,
                          warm_up=True)
@@ -136,3 +136,37 @@ def test_warm_up_steps_fit_the_positions_and_the_batch():
     assert warmup.step_lengths(512, 300, True, full=True) == [297, 2, 1]
     assert warmup.step_lengths(512, 1000, False, full=True) == [512, 2, 1]
     assert warmup.step_lengths(128, 2, True) == [2]
+    # a grouped mode (groups of 64) on a GPU: the one-token step fills a group, or the resident block's first step
+    assert warmup.step_lengths(512, 1000, True, full=True, fill_group=64) == [512, 2, 61, 1]
+    assert warmup.step_lengths(512, 1000, True, full=True, fill_group=64, resident=True) == [512, 2, 60, 1]
+    assert warmup.step_lengths(512, 300, True, full=True, fill_group=64) == [297, 2, 1]  # no room to pad
+    assert warmup.step_lengths(128, 1000, True, fill_group=64) == [least, 2, 1]  # a CPU: no whole batch, no pad
+
+
+def bind_groups_of_a_first_request(path, gpu, monkeypatch, max_tokens: int) -> int:
+    """Bind groups a warmed q4res engine (on a fresh kernel cache) makes in its first greedy request: a 40-token
+    prompt, then `max_tokens` GPU-resident steps (past position 63 they cross the fill of the first group)."""
+    monkeypatch.setattr(gpu, "_kernels", KernelCache())
+    engine = load_engine(path, gpu=gpu, kv="q4res", window=256, max_positions=256, batch=140, progress=False,
+                         warm_up=True)
+    made = []
+    real = type(gpu)._create_bind_group
+    monkeypatch.setattr(type(gpu), "_create_bind_group", lambda self, *a: made.append(1) or real(self, *a))
+    assert engine.generate(PROMPT[:40], max_tokens=max_tokens, stop_ids=set()).tokens
+    monkeypatch.setattr(type(gpu), "_create_bind_group", real)
+    return len(made)
+
+
+@pytest.mark.parametrize("pad", [True, False])
+def test_on_a_gpu_the_first_decode_across_a_group_fill_finds_its_bind_groups_made(gpu, tmp_path, monkeypatch, pad):
+    """GPU adapters warm a grouped mode up through a group fill in a GPU-resident step (`step_lengths`'
+    fill_group): a first request whose decode crosses one makes no bind group that a shorter one does not (the
+    group kernels bind several per layer). Mutation (pad=False): the warm-up without it, and the fill makes them."""
+    monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))
+    if not pad:
+        real = warmup.step_lengths
+        monkeypatch.setattr(warmup, "step_lengths", lambda batch, room, tiles, full=False, **kw: real(batch, room, tiles, full))
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    short = bind_groups_of_a_first_request(path, gpu, monkeypatch, 16)  # positions 40..55: no fill
+    across = bind_groups_of_a_first_request(path, gpu, monkeypatch, 48)  # to 87: the fill at 63
+    assert (across == short) if pad else (across > short)

@@ -17,10 +17,13 @@ from ..ops import tiled
 from .progress import Progress
 
 
-def step_lengths(batch: int, room: int, tiles: bool, full: bool = False) -> list[int]:
+def step_lengths(batch: int, room: int, tiles: bool, full: bool = False, fill_group: int = 0,
+                 resident: bool = False) -> list[int]:
     """Token counts of the warm-up's steps within `room` positions: a batch that takes the tiled matmul
     (where the matrices can: `tiles`), a short batch, one token. full: the first step is a whole batch
-    (as much of one as leaves room for the other two)."""
+    (as much of one as leaves room for the other two). fill_group (with full): a grouped KV mode's group;
+    another batch before the one-token step makes that step fill a group, or (resident: a block of
+    GPU-resident steps follows) the block's first step."""
     big = max(2, min(batch, tiled.MIN_TOKENS or 2)) if tiles else 2
     if full:
         big = max(big, min(batch, room - 3))
@@ -28,6 +31,10 @@ def step_lengths(batch: int, room: int, tiles: bool, full: bool = False) -> list
     for n in dict.fromkeys((big, 2, 1)):
         if n <= batch and sum(out) + n <= room:
             out.append(n)
+    filler = sum(out[:-1]) + resident  # the position of the step that is to fill a group
+    pad = (fill_group - 1 - filler) % fill_group if full and fill_group and out[-1:] == [1] else 0
+    if 0 < pad <= batch and sum(out) + pad <= room:
+        out.insert(len(out) - 1, pad)
     return out
 
 
@@ -43,8 +50,12 @@ def warm_up(engine: Any) -> int:
     # its steps' parameter blocks and bind groups made (q4res makes several per 64-position group: on the
     # H200 its first request ran 2.2-2.6x slower than the next ones, bench/NOTES.md session 11); on a
     # CPU adapter a whole batch would add seconds to every load
-    lengths = step_lengths(engine.batch, room, tiles, full=not gpu.is_cpu)
+    # and where the cache quantises K in groups, a one-token step fills one: the group kernels' bind groups
+    # (several per layer) are made then, not in a request's first decode step to fill a group
     resident = engine.resident_steps > 1 and bool(getattr(engine.cache, "can_park", False))
+    layout = getattr(engine.cache, "layout", None)
+    group = layout.mode.group if layout is not None else 0
+    lengths = step_lengths(engine.batch, room, tiles, full=not gpu.is_cpu, fill_group=group, resident=resident)
     with Progress("compiling kernels", len(lengths) + resident, enabled=engine.progress) as bar:
         for n in lengths:  # all rows' logits: the output matrix takes the batch's kernel too (`forward`)
             engine._step([0] * n, all_logits=True)
