@@ -1,7 +1,8 @@
 """Rows on their way from the GPU to the host master: one staging buffer, read back once per sync.
 
 The store kernel writes every appended position's rows (and one validity flag per row) into the
-staging area; grouped modes also copy each group the group kernel quantised there. `readback`
+staging area; grouped modes also copy each group the group kernel quantised there (a batch books the
+groups it completes before its rows, so the host takes them first). `readback`
 brings everything booked since the last one back in a single read, validates every row before any
 is committed, and hands the rows over in booking order.
 """
@@ -24,7 +25,7 @@ class Entry:
     """Rows booked into staging: `n` positions of `layer` from `pos`, K block at word `word`, then V.
 
     group=False: rows as the store kernel writes them, with 2 * n * n_kv flags from `flag`.
-    group=True: a whole group of quantised rows copied from its slot (no flags).
+    group=True: whole groups of quantised rows copied from their slot (one or, for a batch, several: no flags).
     """
 
     layer: int
@@ -108,10 +109,11 @@ class Staging:
         return self._book(Entry(layer, pos, n, self.used_words, self.used_flags, lay.stored_k_words,
                                 lay.stored_v_words), 2 * n * lay.n_kv)
 
-    def book_group(self, layer: int, g0: int) -> Entry:
-        """Book the quantised rows of the group starting at g0 (copied from its slot by the caller)."""
+    def book_group(self, layer: int, g0: int, n: int | None = None) -> Entry:
+        """Book the quantised rows of the group starting at g0 (n positions: that many groups' from g0, within one
+        window; default one group), copied from its slot by the caller."""
         lay = self.layout
-        return self._book(Entry(layer, g0, lay.group, self.used_words, self.used_flags, lay.k_words,
+        return self._book(Entry(layer, g0, lay.group if n is None else n, self.used_words, self.used_flags, lay.k_words,
                                 lay.group_v_words, True), 0)
 
     def _book(self, entry: Entry, flags: int) -> Entry:

@@ -61,6 +61,53 @@ def test_master_holds_the_formats_and_attention_reads_them(gpu, mode, window):
     assert np.max(np.abs(got - ref)) <= 1e-5 * np.max(np.abs(ref))
 
 
+@pytest.mark.parametrize("mode", ["kc4v4", "q4res"])
+@pytest.mark.parametrize("window,chunks", [(128, [200]), (128, [70, 130]), (64, [10, 190]), (256, [64, 136])],
+                         ids=["groups of two windows", "a batch completing the residual's group", "window per group",
+                              "from a group start"])
+def test_a_batch_that_completes_groups_gives_the_bits_of_one_position_at_a_time(gpu, mode, window, chunks):
+    """A batch quantises the groups it holds wholly straight from staging, a window's in one dispatch
+    (`Residual.record_batch`), and the group the residual holds through the residual: the master holds the
+    codec's rows, and attention reads the bits of the same rows appended one position at a time."""
+    rng = np.random.default_rng(3)
+    k, v = rows(rng, 200, 3), rows(rng, 200)
+    q = rng.standard_normal((3, N_HEADS, HD)).astype(np.float32)
+    runs = []
+    for sizes in (chunks, [1] * 200):
+        cache = KVCache(gpu, 1, N_KV, HD, 256, mode=mode, window=window)
+        fill(gpu, cache, 0, k, v, sizes)
+        cache.sync_host()
+        runs.append((cache.master.layers[0], cache.residual_rows(0), cache.residual_rows(0, "v"),
+                     bits(attend(gpu, cache, 0, q, 197))))
+    m, G = cache.layout.mode, cache.layout.group
+    done = 200 - 200 % G
+    assert np.array_equal(cache.host_rows(0, "k")[:done], formats.encode(k[:done], m.k))
+    (master, (start, res_k), (_, res_v), out), one = runs
+    assert master == one[0] and start == one[1][0] == done
+    assert np.array_equal(bits(res_k), bits(one[1][1])) and np.array_equal(bits(res_v), bits(one[2][1]))
+    assert np.array_equal(out, one[3])
+
+
+def test_a_batch_quantising_its_groups_from_rows_one_position_off_is_caught(gpu, monkeypatch):
+    """Mutation: the groups wholly inside a batch read from staging one position late."""
+    from bonsai.kv.residual import Residual
+
+    real = Residual._group_kernels
+
+    def one_late(self, src, k_word, v_word, g0, groups, slot, params=(None, None)):
+        rw = self.layout.f32_row_bytes // 4
+        late = src is not self.bufs[0]
+        return real(self, src, k_word + rw * late, v_word + rw * late, g0, groups, slot, params)
+
+    monkeypatch.setattr(Residual, "_group_kernels", one_late)
+    rng = np.random.default_rng(3)
+    k, v = rows(rng, 200, 3), rows(rng, 200)
+    cache = KVCache(gpu, 1, N_KV, HD, 256, mode="q4res", window=128)
+    fill(gpu, cache, 0, k, v, [200])
+    cache.sync_host()
+    assert not np.array_equal(cache.host_rows(0, "k")[:192], formats.encode(k[:192], cache.layout.mode.k))
+
+
 @pytest.mark.parametrize("mode", ["kc4v4b", "q4res"])
 def test_grouped_streamed_and_restored_windows_give_the_resident_bits(gpu, mode):
     from bonsai.gpu.device import Gpu

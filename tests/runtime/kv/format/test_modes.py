@@ -126,15 +126,18 @@ def group_inputs(hd: int, G: int) -> np.ndarray:
     return x
 
 
-def group_kernel_output(gpu, x: np.ndarray, fmt: str) -> np.ndarray:
-    """group.wgsl's rows for the two groups of `x`, each written by its own dispatch."""
+def group_kernel_output(gpu, x: np.ndarray, fmt: str, one_dispatch: bool = False) -> np.ndarray:
+    """group.wgsl's rows for the two groups of `x`, each written by its own dispatch (or both by one)."""
     G, hd = formats.FORMATS[fmt].group, x.shape[2]
     gs = GroupStore(gpu, 3, hd, fmt=fmt)
     rw = gs.row_words
     src = gpu.upload(np.concatenate([np.zeros(5, np.float32), x.ravel()]))
     dst = gpu.buffer((2 * G * 3 * rw + 4) * 4)
-    gs.record(src, 5, dst, 4)
-    gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw)
+    if one_dispatch:
+        gs.record(src, 5, dst, 4, groups=2)
+    else:
+        gs.record(src, 5, dst, 4)
+        gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw)
     return np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * G, 3, rw)
 
 
@@ -145,10 +148,22 @@ def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
     got = group_kernel_output(gpu, x, fmt)
     want = formats.encode(x, fmt)
     assert np.array_equal(got, want)
+    assert np.array_equal(group_kernel_output(gpu, x, fmt, one_dispatch=True), want)  # a batch's groups at once
     # the oracle can tell per-channel from per-row scales
     assert not np.array_equal(got[:, :, : hd // 8], formats.encode(x, "q4")[..., : hd // 8])
     span = (x.max(axis=0) - x.min(axis=0)).max() if fmt == "c4a" else 2 * np.abs(x).max(axis=0).max()
     assert np.abs(formats.decode(want, fmt) - x).max() <= span / 28 * 1.01
+
+
+@pytest.mark.parametrize(("fmt", "old", "new"), [
+    ("c4a", "let at = p.dst_word + ((t0 + d / CPR) * N_KV + g)", "let at = p.dst_word + ((d / CPR) * N_KV + g)"),
+    ("c4", "fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t0 + t) * N_KV",
+     "fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t) * N_KV"),
+], ids=["every group's scales in the first group's rows", "every group read from the first group's rows"])
+def test_a_group_kernel_that_loses_track_of_its_group_is_caught(gpu, monkeypatch, fmt, old, new):
+    x = group_inputs(64, formats.FORMATS[fmt].group)
+    patch_shader(monkeypatch, gpu, "group.wgsl", old, new)
+    assert not np.array_equal(group_kernel_output(gpu, x, fmt, one_dispatch=True), formats.encode(x, fmt))
 
 
 @pytest.mark.parametrize(("fmt", "old", "new"), [

@@ -24,7 +24,7 @@ from .handover import Handover
 from .layout import Kind, Layout
 from .master import HostMaster
 from .mirrors import Mirrors
-from .residual import RESIDUAL_ROLE, Residual
+from .residual import Residual
 from .slots import Slots
 from .staging import Rows, Staging, coalesce
 from .store.scatter import Scatter
@@ -170,9 +170,7 @@ class KVCache:
             self._parking().prepare()
         self._scatter.dst_words(self.layout.slot_word(Kind.K, pos), self.layout.slot_word(Kind.V, pos))
         if self.residual is not None:
-            self._scatter.dst_words(*self.residual.dst_words(pos), role=RESIDUAL_ROLE)
-            if n == 1:
-                self.residual.prepare(pos)
+            self.residual.prepare(pos, n)
         self._windows.plan(pos, n, n_heads)
 
     # ---- parking: rows that wait on the GPU for several decode steps -------------------------

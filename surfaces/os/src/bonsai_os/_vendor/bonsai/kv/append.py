@@ -37,6 +37,9 @@ class Appender:
             self._after_store(layer, pos, n, stored.entry, copied=True)
             return
         self._restart_residual(layer, pos)
+        if self.residual is not None and n > 1:
+            self._append_batch(layer, k_buf, v_buf, pos, n)
+            return
         # chunks that fit the staging area; grouped modes also end a chunk where a K group ends, so each
         # staging entry lies in one group and the group's quantised rows are booked right after it
         start = 0
@@ -90,6 +93,28 @@ class Appender:
                     self.scatter.dst_words(lay.slot_word(Kind.K, pos), lay.slot_word(Kind.V, pos)))
         return res.bufs[layer], self.scatter.dst_words(*res.dst_words(pos), role=RESIDUAL_ROLE)
 
+    def _append_batch(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
+        """A grouped mode's batch: chunks that fit staging (not cut at groups), each stored by one dispatch,
+        the groups it completes booked before its rows and quantised a window at a time (`Residual.record_batch`)."""
+        lay, stg, res = self.layout, self.staging, self.residual
+        assert res is not None
+        start = 0
+        while start < n:
+            p, m = pos + start, min(n - start, stg.positions)
+            runs = res.completed_runs(p, m)
+            # every slot the chunk writes, before anything is booked (making one may sync: nothing half-booked then)
+            first = p - p % lay.group
+            slots = {w: self.slots.get(layer, w) for w in range(first // lay.window, (p + m - 1) // lay.window + 1)}
+            grouped = sum(end - s for s, end in runs) * lay.group_words
+            if not stg.room_for(m * (lay.stored_k_words + lay.stored_v_words) + grouped, 2 * m * lay.n_kv):
+                self.sync_host()
+            outs = [stg.book_group(layer, s, end - s) for s, end in runs]
+            entry = stg.book_rows(layer, p, m)
+            self.store.record(k_buf, v_buf, m, stg.buffer, entry.word, stg.flags, entry.flag, start)
+            self._to_slots(layer, p, m, entry, slots.__getitem__)
+            res.record_batch(layer, entry, runs, outs, stg, slots.__getitem__)
+            start += m
+
     def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int, fuse: bool) -> None:
         stg = self.staging
         entry = self._book(layer, pos, n)
@@ -100,6 +125,15 @@ class Appender:
     def _after_store(self, layer: int, pos: int, n: int, entry: Entry, copied: bool) -> None:
         """Scatter the staged rows into their slots (unless `copied` there already), mark the mirrors, and
         (grouped modes) fill the residual and quantise a group the rows complete."""
+        slot = lambda w: self.slots.get(layer, w, entry)  # noqa: E731
+        self._to_slots(layer, pos, n, entry, slot, copied)
+        if self.residual is not None:
+            self.residual.record_append(layer, entry, self.staging, slot, copied=copied)
+
+    def _to_slots(self, layer: int, pos: int, n: int, entry: Entry, slot: Callable[[int], Any],
+                  copied: bool = False) -> None:
+        """The rows of `entry` that go to window slots as stored (all but grouped K and a V residual) scattered
+        there, one dispatch per window in the compute pass (a buffer copy would end it); mirrors marked."""
         lay, stg = self.layout, self.staging
         grouped, v_res = lay.mode.grouped, lay.mode.v_residual
         v_src = entry.word + n * lay.stored_k_words
@@ -107,16 +141,13 @@ class Appender:
         while p < pos + n:
             win = p // lay.window
             end = min(pos + n, (win + 1) * lay.window)
-            slot = self.slots.get(layer, win, entry)
-            # one dispatch in the compute pass (a buffer copy would end the pass): K and V rows -> slot
+            buf = slot(win)
             n_k = 0 if grouped else (end - p) * lay.k_words
             n_v = 0 if v_res else (end - p) * lay.v_words
             k_word, v_word = lay.slot_word(Kind.K, p), lay.slot_word(Kind.V, p)
             if not copied:
                 self.scatter.record(stg.buffer, entry.word + (p - pos) * lay.k_words, n_k,
-                                    v_src + (p - pos) * lay.v_words, n_v, slot, k_word, v_word)
-            self.mirrors.mark(slot, k_word * 4, (k_word + n_k) * 4)
-            self.mirrors.mark(slot, v_word * 4, (v_word + n_v) * 4)
+                                    v_src + (p - pos) * lay.v_words, n_v, buf, k_word, v_word)
+            self.mirrors.mark(buf, k_word * 4, (k_word + n_k) * 4)
+            self.mirrors.mark(buf, v_word * 4, (v_word + n_v) * 4)
             p = end
-        if self.residual is not None:
-            self.residual.record_append(layer, entry, stg, lambda w: self.slots.get(layer, w, entry), copied=copied)

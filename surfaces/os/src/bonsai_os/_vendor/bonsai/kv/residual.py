@@ -2,7 +2,8 @@
 
 On the GPU each layer has a residual buffer [G, n_kv, hd] f32 of K (then V, when V has a residual
 too): the store kernel writes appended rows as f32, a scatter dispatch copies them in, and when the group's last
-position arrives the group kernel quantises it into the window slot. The quantised rows are then
+position arrives the group kernel quantises it into the window slot (a batch's groups that lie wholly in it
+are quantised straight from its staged rows, a window's in one dispatch). The quantised rows are then
 copied into staging, so the host master receives the kernel's own output at the next sync: the host
 never quantises (one codec, the WGSL one, which also lets the browser run these modes). The host
 keeps the same residual rows in f32 (read back with the other rows) to rebuild the GPU buffer after
@@ -12,6 +13,7 @@ on the GPU with the attention kernels' decoders: exactly the values attention re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..gpu.limits import workgroups
@@ -26,9 +28,10 @@ from .store.scatter import Scatter
 from .store.store import GroupStore, Store
 
 RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
+FIRST_ROLE = "residual_first"  # ... of a batch's rows that complete the group the residual holds (`record_batch`)
 # a one-position step's group kernels (K group, V rows) and its copy of the group into staging read where the
 # group lies in its slot from step parameters of these roles, so a step that fills a group replays the tape
-# of the last one that did (`step_kind`); batches keep one cached buffer per group (no writes mid-recording)
+# of the last one that did (`step_kind`); batches keep one cached buffer per window of groups
 GROUP_ROLES = ("group_k", "group_v", "group_copy")
 
 
@@ -71,28 +74,92 @@ class Residual:
         """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
         there); quantise every group they fill into `slot(win)` and copy the result into staging.
         Returns the group starts quantised."""
-        lay = self.layout
-        G, rb = lay.group, lay.f32_row_bytes
+        G = self.layout.group
         filled = []
-        rw = rb // 4  # words of one position's f32 rows
         p = e.pos
         while p < e.pos + e.n:
             g0 = p - p % G
             end = min(e.pos + e.n, g0 + G)
-            n_v = (end - p) * rw if self.v_res else 0
-            if not copied:
-                self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
-                                    e.word + e.n * e.k_words + (p - e.pos) * rw, n_v, self.bufs[layer],
-                                    *self.dst_words(p), role=RESIDUAL_ROLE)
-            self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
-            if self.v_res:
-                self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
+            self._to_residual(layer, e, staging, p, end, copied)
             if end == g0 + G:
-                self._quantise(layer, g0, slot(g0 // lay.window), staging, one_step=e.n == 1)
+                self._quantise(layer, g0, slot(g0 // self.layout.window), staging, one_step=e.n == 1)
                 filled.append(g0)
                 self.gpu_start[layer] = end
             p = end
         return filled
+
+    def _to_residual(self, layer: int, e: Entry, staging: Staging, p: int, end: int, copied: bool = False,
+                     role: str = RESIDUAL_ROLE) -> None:
+        """Positions [p, end) of entry `e` (within one group) into the residual (copied: they are there already);
+        the destination is a step parameter of `role`."""
+        lay = self.layout
+        G, rb = lay.group, lay.f32_row_bytes
+        rw = rb // 4  # words of one position's f32 rows
+        g0 = p - p % G
+        if not copied:
+            self.scatter.record(staging.buffer, e.word + (p - e.pos) * rw, (end - p) * rw,
+                                e.word + e.n * e.k_words + (p - e.pos) * rw, (end - p) * rw if self.v_res else 0,
+                                self.bufs[layer], *self.dst_words(p), role=role)
+        self.mirrors.mark(self.bufs[layer], (p - g0) * rb, (end - g0) * rb)
+        if self.v_res:
+            self.mirrors.mark(self.bufs[layer], (G + p - g0) * rb, (G + end - g0) * rb)
+
+    # ---- a batch: every group it completes, a few dispatches per window -----------------------------
+    def completed_runs(self, pos: int, n: int) -> list[tuple[int, int]]:
+        """The positions [start, end) of the groups that appending [pos, pos+n) completes (the group holding
+        pos from its start), one run per window."""
+        lay = self.layout
+        s, last = pos - pos % lay.group, (pos + n) - (pos + n) % lay.group
+        runs = []
+        while s < last:
+            end = min(last, (s // lay.window + 1) * lay.window)
+            runs.append((s, end))
+            s = end
+        return runs
+
+    def record_batch(self, layer: int, e: Entry, runs: list[tuple[int, int]], outs: list[Entry], staging: Staging,
+                     slot: Callable[[int], Any]) -> None:
+        """A batch's rows, stored in staging entry `e`, into the groups: each run of `completed_runs` quantised
+        into its window's slot and copied into its group entry in `outs` (booked before `e`: the host takes
+        the groups first, then the rows left in the residual). The group the residual holds is completed there
+        and quantised from it; the groups wholly inside the batch straight from staging, a window's all in one
+        dispatch per kernel (bench/NOTES.md session 18: a dispatch per group made q4res's prefill 1.8x f32's
+        GPU time). The rows after the last completed group are copied into the residual."""
+        lay = self.layout
+        G, rw = lay.group, lay.f32_row_bytes // 4
+        v_rows = e.word + e.n * e.k_words  # the entry's f32 V rows (V residual)
+        done = e.pos
+        for (start, end), out in zip(runs, outs, strict=True):
+            win_slot = slot(start // lay.window)
+            whole = start
+            if start < e.pos:  # the group the residual holds: its last rows in, quantised from there
+                self._to_residual(layer, e, staging, e.pos, start + G, role=FIRST_ROLE)
+                self._group_kernels(self.bufs[layer], 0, G * rw, start, 1, win_slot)
+                whole = start + G
+            if whole < end:
+                at = (whole - e.pos) * rw
+                self._group_kernels(staging.buffer, e.word + at, v_rows + at, whole, (end - whole) // G, win_slot)
+            n_k, n_v = (end - start) * lay.k_words, ((end - start) * lay.v_words if self.v_res else 0)
+            self.scatter.copy(win_slot, lay.slot_word(Kind.K, start), n_k, lay.slot_word(Kind.V, start), n_v,
+                              staging.buffer, out.word, out.word + n_k)
+            self.gpu_start[layer] = done = end
+        if done < e.pos + e.n:
+            self._to_residual(layer, e, staging, done, e.pos + e.n)
+
+    def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any,
+                       params: tuple[Any, Any] = (None, None)) -> None:
+        """Quantise `groups` groups from g0 on into `slot`: f32 K rows [G, n_kv, hd] per group from src word
+        k_word, and (V residual) V rows from v_word; params: their step parameters (None: cached by value)."""
+        lay = self.layout
+        n = groups * lay.group
+        dst_k, dst_v = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
+        self.group_store.record(src, k_word, slot, dst_k, params=params[0], groups=groups)
+        self.mirrors.mark(slot, dst_k * 4, (dst_k + n * lay.k_words) * 4)
+        if self.v_res:
+            if int(self.no_flags.size) < n * lay.n_kv * 4:  # the flags these rows' quantisation writes (unread)
+                self.no_flags = self.gpu.buffer(n * lay.n_kv * 4)
+            self.v_store.record(src, src, n, slot, dst_v, self.no_flags, 0, src_word=v_word, params=params[1])
+            self.mirrors.mark(slot, dst_v * 4, (dst_v + n * lay.v_words) * 4)
 
     def step_kind(self, pos: int) -> str | None:
         """What a one-position step at `pos` does in every layer's residual: "append" (copies its rows in),
@@ -103,11 +170,20 @@ class Residual:
             return None
         return "fill" if pos + 1 - g0 == self.layout.group else "append"
 
-    def prepare(self, pos: int) -> None:
-        """Before recording a one-position step at `pos`: where it fills a group, write the group kernels'
-        step parameters now (recording then writes nothing, and a tape of it replays for the next fill)."""
-        if self.step_kind(pos) == "fill":
-            self._group_params(pos - pos % self.layout.group, one_step=True)
+    def prepare(self, pos: int, n: int) -> None:
+        """Before recording a step that appends [pos, pos+n) in every layer: write the destinations of its
+        scatters into the residual now, and (a one-position step that fills a group) the group kernels' step
+        parameters, so recording writes nothing (and a fill's tape replays for the next fill)."""
+        G = self.layout.group
+        if n == 1:
+            self.scatter.dst_words(*self.dst_words(pos), role=RESIDUAL_ROLE)
+            if self.step_kind(pos) == "fill":
+                self._group_params(pos - pos % G, one_step=True)
+            return
+        # a batch: its rows after the last group it completes, and those completing the group the residual holds
+        self.scatter.dst_words(*self.dst_words(max(pos, pos + n - (pos + n) % G)), role=RESIDUAL_ROLE)
+        if pos % G and pos + n - (pos + n) % G > pos:
+            self.scatter.dst_words(*self.dst_words(pos), role=FIRST_ROLE)
 
     def _group_params(self, g0: int, one_step: bool) -> tuple[Any, Any, Any]:
         """The parameter buffers of quantising group g0 (K, V) and copying it from its slot: step parameters
@@ -115,7 +191,8 @@ class Residual:
         lay = self.layout
         k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
         n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
-        words = ((0, k_word, 0, 0), (lay.group, v_word, 0, lay.group), (k_word, n_k, v_word, n_v))
+        rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
+        words = ((0, k_word, 0, 0), (lay.group, v_word, 0, lay.group * rw), (k_word, n_k, v_word, n_v))
         if one_step:
             return tuple(self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
         return tuple(self.params.get(*w) for w in words)
@@ -128,19 +205,14 @@ class Residual:
         return at * rw, (self.layout.group + at) * rw
 
     def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging, one_step: bool) -> None:
+        """Quantise group g0 from the residual into `slot` and copy it into staging (a group entry booked now)."""
         lay = self.layout
-        k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
         k_params, v_params, copy_params = self._group_params(g0, one_step)
-        self.group_store.record(self.bufs[layer], 0, slot, k_word, params=k_params)
-        self.mirrors.mark(slot, k_word * 4, (k_word + lay.group * lay.k_words) * 4)
-        if self.v_res:
-            self.v_store.record(self.bufs[layer], self.bufs[layer], lay.group, slot, v_word, self.no_flags, 0,
-                                src_pos=lay.group, params=v_params)
-            self.mirrors.mark(slot, v_word * 4, (v_word + lay.group * lay.v_words) * 4)
+        self._group_kernels(self.bufs[layer], 0, lay.group * lay.f32_row_bytes // 4, g0, 1, slot, (k_params, v_params))
         out = staging.book_group(layer, g0)
         n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
-        self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k,
-                          src_params=copy_params)  # in the pass
+        self.scatter.copy(slot, lay.slot_word(Kind.K, g0), n_k, lay.slot_word(Kind.V, g0), n_v, staging.buffer,
+                          out.word, out.word + n_k, src_params=copy_params)  # in the pass
 
     def replay_fill(self, layer: int, g0: int, staging: Staging) -> None:
         """The bookkeeping of quantising group g0 of `layer`, for a replayed step that fills it (its taped
@@ -176,21 +248,26 @@ class Residual:
 
     # ---- host side, at sync ----------------------------------------------------------------
     def commit_rows(self, layer: int, pos: int, n: int, k_rows: memoryview, v_rows: memoryview | None) -> None:
-        """f32 rows of positions [pos, pos+n) (within one group) as read back, into the host residual."""
+        """f32 rows of positions [pos, pos+n) as read back, into the host residual: those of the group it holds
+        (rows of groups that already reached the master quantised are left out: a batch books the groups it
+        completes before its rows)."""
         lay = self.layout
-        g0 = pos - pos % lay.group
-        if g0 != self.host_start[layer]:
-            raise KVError(f"layer {layer}: rows for position {pos} reached the master out of order")
-        rb = lay.f32_row_bytes
-        self.host_k[layer][(pos - g0) * rb: (pos - g0 + n) * rb] = k_rows
+        start, rb = self.host_start[layer], lay.f32_row_bytes
+        if pos + n <= start:
+            return
+        lo = max(pos, start)
+        if lo - lo % lay.group != start or pos + n > start + lay.group:
+            raise KVError(f"layer {layer}: rows for positions {pos}..{pos + n - 1} reached the master out of order "
+                          f"(its residual holds the group from {start})")
+        self.host_k[layer][(lo - start) * rb: (pos + n - start) * rb] = k_rows[(lo - pos) * rb:]
         if v_rows is not None:
-            self.host_v[layer][(pos - g0) * rb: (pos - g0 + n) * rb] = v_rows
+            self.host_v[layer][(lo - start) * rb: (pos + n - start) * rb] = v_rows[(lo - pos) * rb:]
 
-    def commit_group(self, layer: int, g0: int) -> None:
-        """Group g0 reached the master quantised: the host residual moves on to the next group."""
+    def commit_group(self, layer: int, g0: int, n: int | None = None) -> None:
+        """Groups from g0 on (n positions, default one group) reached the master quantised: the host residual
+        moves on past them."""
         if g0 != self.host_start[layer]:
             raise KVError(f"layer {layer}: group {g0} reached the master out of order")
-        self.host_start[layer] = g0 + self.layout.group
+        self.host_start[layer] = g0 + (self.layout.group if n is None else n)
         self.host_k[layer][:] = bytes(len(self.host_k[layer]))
         self.host_v[layer][:] = bytes(len(self.host_v[layer]))
-

@@ -51,7 +51,7 @@ class HostMaster:
             changed += self.put(e.layer, Kind.K, e.pos, k_rows)
             if m.v_residual:
                 changed += self.put(e.layer, Kind.V, e.pos, v_rows)
-            residual.commit_group(e.layer, e.pos)
+            residual.commit_group(e.layer, e.pos, e.n)
             return changed
         if not m.v_residual:
             changed += self.put(e.layer, Kind.V, e.pos, v_rows)

@@ -44,15 +44,18 @@ class Store:
         self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
 
     def record(self, k_buf: Any, v_buf: Any, n: int, dst: Any, dst_word: int, flags: Any, flag_base: int,
-               src_pos: int = 0, also: tuple[Any, Any] | None = None, params: Any = None) -> None:
+               src_pos: int = 0, also: tuple[Any, Any] | None = None, params: Any = None,
+               src_word: int | None = None) -> None:
         """Rows of positions src_pos..src_pos+n-1 of k_buf/v_buf -> dst (K block then V block), flags.
 
+        src_word: the rows start at this word of k_buf/v_buf instead (of src_pos's rows).
         also=(buffer, words), f32 rows only: the same words into `buffer` too, K rows from word words[0]
         and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter).
-        params: a buffer already holding (n, dst_word, flag_base, src_pos) (a step parameter), else cached."""
+        params: a buffer already holding (n, dst_word, flag_base, src_word) (a step parameter), else cached."""
         rows = self.halves * n * self.n_kv
         if params is None:
-            params = self.params.get(n, dst_word, flag_base, src_pos)
+            word = src_pos * self.n_kv * self.head_dim if src_word is None else src_word
+            params = self.params.get(n, dst_word, flag_base, word)
         if not self.f32_rows:
             if also is not None:
                 raise ValueError("Store.record(also=...): only f32 rows are copied twice")
@@ -63,7 +66,7 @@ class Store:
 
 
 class GroupStore:
-    """Records `group.wgsl`: one full group of f32 K rows -> c4 / c4a rows (per-channel scales)."""
+    """Records `group.wgsl`: full groups of f32 K rows -> c4 / c4a rows (per-channel scales)."""
 
     def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None, fmt: str = "c4"):
         self.gpu, self.n_kv, self.head_dim = gpu, n_kv, head_dim
@@ -74,13 +77,14 @@ class GroupStore:
         self.kernel = gpu.kernel(__package__, "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group,
                                  ROW_WORDS=self.row_words, ASYM=self.fmt.asym)
 
-    def record(self, src: Any, src_word: int, dst: Any, dst_word: int, params: Any = None) -> None:
-        """`group` f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word dst_word.
+    def record(self, src: Any, src_word: int, dst: Any, dst_word: int, params: Any = None, groups: int = 1) -> None:
+        """`groups` consecutive groups of f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word
+        dst_word (each group as a dispatch of its own would quantise it).
 
         params: a buffer already holding (src_word, dst_word, 0, 0) (a step parameter), else cached."""
         if params is None:
             params = self.params.get(src_word, dst_word, 0, 0)
-        self.gpu.dispatch(self.kernel, [params, src, dst], (self.n_kv,))  # a workgroup per KV head
+        self.gpu.dispatch(self.kernel, [params, src, dst], (self.n_kv, groups))  # a workgroup per KV head and group
 
 
 __all__ = ["MODES", "Store"]

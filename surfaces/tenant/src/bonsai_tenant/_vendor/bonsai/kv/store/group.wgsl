@@ -1,6 +1,7 @@
-// Quantise one full group of GROUP positions of K per channel (format c4, spec: bonsai/kv/format/codec.py):
-// reads GROUP f32 rows [GROUP, N_KV, HD] at src[p.src_word ..], writes GROUP c4 rows
-// [GROUP, N_KV, ROW_WORDS] at dst[p.dst_word ..]. One workgroup per KV head g, in three phases: each
+// Quantise full groups of GROUP positions of K per channel (format c4, spec: bonsai/kv/format/codec.py):
+// group k of the dispatch reads GROUP f32 rows [GROUP, N_KV, HD] at src[p.src_word + k * GROUP * N_KV * HD ..],
+// writes GROUP c4 rows [GROUP, N_KV, ROW_WORDS] at dst[p.dst_word + k * GROUP * N_KV * ROW_WORDS ..] (the rows
+// of consecutive positions, as one group a dispatch would). One workgroup per (KV head g, group k), in three phases: each
 // invocation finds its channels' range over the group (positions in increasing order) and their scale
 // words; after a barrier each packs value words (8 channels of one row, from the shared scales); each
 // writes its channels' scale words. No two invocations write the same word. (One invocation per octet of
@@ -26,7 +27,9 @@ const WG: u32 = 64u;
 var<workgroup> sb: array<u32, {{HEAD_DIM}}>;  // channel d's scale bits (c4a: scale | min << 16)
 var<workgroup> sf: array<f32, {{HEAD_DIM}}>;  // channel d's scale as f32 (c4)
 
-fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + (t * N_KV + g) * HD + d]; }
+var<private> t0: u32;  // the first position of this workgroup's group, counted from the dispatch's first
+
+fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t0 + t) * N_KV + g) * HD + d]; }
 
 // c4a: channel d's scale word from its range over the group (the order of the positions kept).
 fn asym_channel(g: u32, d: u32) -> u32 {
@@ -68,7 +71,8 @@ fn code(x: f32, d: u32) -> u32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let g = wid.x;  // N_KV workgroups: uniform
+    let g = wid.x;  // N_KV workgroups per group: uniform
+    t0 = wid.y * GROUP;
     let j = lid.x;
     for (var d = j; d < HD; d = d + WG) {
         if (ASYM) { sb[d] = asym_channel(g, d); } else { sb[d] = sym_channel(g, d); }
@@ -81,12 +85,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let b = c * 8u;
         let x0 = x_at(g, t, b); let x1 = x_at(g, t, b + 1u); let x2 = x_at(g, t, b + 2u); let x3 = x_at(g, t, b + 3u);
         let x4 = x_at(g, t, b + 4u); let x5 = x_at(g, t, b + 5u); let x6 = x_at(g, t, b + 6u); let x7 = x_at(g, t, b + 7u);
-        dst[p.dst_word + (t * N_KV + g) * ROW_WORDS + c] = code(x0, b) | (code(x1, b + 1u) << 4u) | (code(x2, b + 2u) << 8u)
+        dst[p.dst_word + ((t0 + t) * N_KV + g) * ROW_WORDS + c] = code(x0, b) | (code(x1, b + 1u) << 4u) | (code(x2, b + 2u) << 8u)
             | (code(x3, b + 3u) << 12u) | (code(x4, b + 4u) << 16u) | (code(x5, b + 5u) << 20u)
             | (code(x6, b + 6u) << 24u) | (code(x7, b + 7u) << 28u);
     }
     for (var d = j; d < HD; d = d + WG) {  // scale words: c4a one per channel; c4 two channels a word
-        let at = p.dst_word + ((d / CPR) * N_KV + g) * ROW_WORDS + HD / 8u;
+        let at = p.dst_word + ((t0 + d / CPR) * N_KV + g) * ROW_WORDS + HD / 8u;
         if (ASYM) {
             dst[at + d % CPR] = sb[d];
         } else if (d % 2u == 0u) {

@@ -1,10 +1,10 @@
 // Store K/V rows into the cache's row formats: f32 copy, or 8/4-bit per row / per block (spec:
-// bonsai/kv/format/codec.py). One workgroup per row. Rows 0..n*N_KV-1 come from k_src (from position
-// p.src_pos on), the next n*N_KV from v_src; K row r is written at dst[p.dst_word + r * K_WORDS ..],
+// bonsai/kv/format/codec.py). One workgroup per row. Rows 0..n*N_KV-1 come from k_src (from word
+// p.src_word on: [n, N_KV, HD] f32), the next n*N_KV from v_src (from the same word); K row r is written at dst[p.dst_word + r * K_WORDS ..],
 // V row r at dst[p.dst_word + n*N_KV*K_WORDS + r * V_WORDS ..], and flags[p.flag_base + row] gets
 // 0 (ok) | 1 (non-finite value) | 2 (a scale would overflow f16).
 
-struct Params { n: u32, dst_word: u32, flag_base: u32, src_pos: u32 }
+struct Params { n: u32, dst_word: u32, flag_base: u32, src_word: u32 }
 
 @group(0) @binding(0) var<storage, read> p: Params;
 @group(0) @binding(1) var<storage, read> k_src: array<f32>;
@@ -35,7 +35,7 @@ const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 // first float in k_src / v_src) and where it is written (its first word in dst). Both entries use these.
 fn half_rows() -> u32 { return p.n * N_KV; }
 
-fn row_src(r: u32) -> u32 { return (p.src_pos * N_KV + r % half_rows()) * HD; }
+fn row_src(r: u32) -> u32 { return p.src_word + (r % half_rows()) * HD; }
 
 fn row_dst(r: u32) -> u32 {
     if (r >= half_rows()) { return p.dst_word + half_rows() * K_WORDS + (r - half_rows()) * V_WORDS; }
