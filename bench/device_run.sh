@@ -35,6 +35,7 @@
 #   bench/device_run.sh final17hf   # session 17's head: f32 beside Hugging Face, q4res, f32 again, llama.cpp d1024
 #   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
 #   bench/device_run.sh s18 [N]     # session 18: main (.before) against this tree at 1K, f32 and q4res alternating N rounds, q4res blocks
+#   bench/device_run.sh final18 [N] # session 18: f32 / q4res in one process N rounds (kv_pair_bench), the final17hf table, 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -413,6 +414,30 @@ s18)
     PYTHONPATH=$P timeout 100 python3 bench/resident_profile.py --model $M --kv q4res --top 0 \
         --out "$OUT/profile_${side}_q4res.json" 2>&1 | grep -E "ms per token|^blocks" | sed "s/^/$side: /" | cut -c1-400
   done
+  ;;
+final18)
+  # bench/device_run.sh final18 [ROUNDS] (after the three part calls; carry .whl .gl .ll .before; .before = `git archive
+  # <main> runtime/bonsai bench`): f32 and q4res decoding in one process, alternating ROUNDS (default 10) rounds
+  # (bench/kv_pair_bench.py); a q4res 512-token prefill step's kernels, main and this tree; final17hf's rows (f32
+  # beside Hugging Face, q4res, f32 again) with main's q4res row beside them; llama.cpp at depth 1024; 8K context
+  # beside llama.cpp at depth 8192
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  (cd bench && PYTHONPATH=$AFTER timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-10}" \
+      --out "$OUT/kv_pair.json" 2>&1 | grep -v -i warn)
+  for side in before after; do
+    P=$AFTER; [ $side = before ] && P=$B
+    PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
+        --out "$OUT/prefill_probe_$side.json" 2>&1 | grep -iE "group.wgsl|store.wgsl|scatter|whole step|per step" \
+        | sed "s/^/$side q4res prefill: /" | cut -c1-170
+  done
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
+  row $AFTER f32_hf --kv f32 --hf --label "f32"
+  row $AFTER q4res --kv q4res --label "q4res"
+  row $B q4res_before --kv q4res --label "main q4res"
+  row $AFTER f32 --kv f32 --label "f32 again"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  eight_k
   ;;
 long)
   # bench/device_run.sh long (after the three part calls; carry .whl .gl .ll): issue 16's long forced decoding (1,100

@@ -15,6 +15,7 @@ import io
 import json
 import pstats
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bonsai.engine.native import load_engine
@@ -22,15 +23,20 @@ from bonsai.engine.native import load_engine
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
-def decode(engine, tok: int, tokens: int, resident: int, blocks: list | None = None) -> int:
-    """Decode `tokens` from `tok`; each block's (first position, wall seconds) appended to `blocks`."""
+def decode(engine, tok: int, tokens: int, resident: int, blocks: list | None = None,
+           on_block: Callable[[list[int]], object] | None = None) -> int:
+    """Decode `tokens` from `tok`; each block's (first position, wall seconds) appended to `blocks`, its ids
+    passed to `on_block`."""
     done = 0
     while done < tokens:
         k = min(resident, tokens - done)
         t0, pos = time.perf_counter(), engine.pos
-        tok = engine._steps_on_gpu(tok, k, lambda j: None)[-1]
+        ids = engine._steps_on_gpu(tok, k, lambda j: None)
         if blocks is not None:
             blocks.append((pos, time.perf_counter() - t0))
+        if on_block is not None:
+            on_block(ids)
+        tok = ids[-1]
         done += k
     return tok
 
