@@ -69,12 +69,11 @@ __all__ = ["AUTO", "MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError", "defa
 
 
 def default_mode(gpu: Any) -> str:
-    """f32, whatever the adapter (`gpu` is where that would change). q4res keeps 7x less KV memory at +0.4%
-    perplexity, but on the H200 at 1K context it decodes at 0.86x f32 (0.70-0.97 over ten alternating pairs,
-    0.91x where both ran on a quiet machine; bench/NOTES.md session 17): short of the 0.9x that makes it the
-    default (issue 19). On a CPU adapter (lavapipe, SwiftShader) decoding 4-bit rows costs more compute than
-    the memory saves (lavapipe: ~0.66x)."""
-    return "f32"
+    """q4res on GPUs: 7x less KV memory at +0.4% perplexity, decoding at 0.94x f32 on the H200 at 1K context
+    (bench/kv_pair_bench.py, nine rounds in one process: 0.89-1.00, median 0.95) and prefilling at the same rate
+    (bench/NOTES.md session 18). f32 on CPU adapters (lavapipe, SwiftShader), where decoding 4-bit rows costs
+    more compute than the memory saves (lavapipe: ~0.66x f32)."""
+    return "f32" if gpu.is_cpu else "q4res"
 
 
 def resolve_mode(kv: str, gpu: Any) -> str:

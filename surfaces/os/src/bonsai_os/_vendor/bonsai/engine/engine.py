@@ -56,7 +56,7 @@ class Engine:
             raise ValueError(f"resident_steps must be in 1..{HISTORY}, got {resident_steps}")
         self.resident_steps = resident_steps
         self.cache_factory = cache_factory
-        # kv "auto": the adapter's default (bonsai.kv.default_mode: f32 for now, q4res once it decodes as fast)
+        # kv "auto": the adapter's default (bonsai.kv.default_mode: q4res on a GPU, f32 on a CPU adapter)
         self.kv_mode, self.window, self.vram_budget = resolve_mode(kv, gpu), window, vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
         # tokens per step (None: `forward.default_batch`, 512 on a GPU, 128 on a CPU adapter)
