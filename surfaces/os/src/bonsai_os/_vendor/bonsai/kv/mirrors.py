@@ -22,8 +22,10 @@ class Mirrors:
         self._dirty: dict[int, list[tuple[int, int]]] = {}
 
     def mark(self, buf: Any, lo: int, hi: int) -> None:
-        """Bytes [lo, hi) of `buf` were written (or will be, by work recorded before the next fold)."""
-        if hi > lo:
+        """Bytes [lo, hi) of `buf` were written (or will be, by work recorded before the next fold). Kept only
+        for a buffer that has a mirror: a mirror made later copies the whole buffer, and where no kernel reads
+        textures (GPUs) no mark would ever be taken back (a server's marks grew with every request)."""
+        if hi > lo and id(buf) in self._mirrors:
             self._dirty.setdefault(id(buf), []).append((lo, hi))
 
     def mark_all(self, buf: Any) -> None:
