@@ -37,7 +37,7 @@ class Appender:
             self._after_store(layer, pos, n, stored.entry, copied=True)
             return
         self._restart_residual(layer, pos)
-        if self.residual is not None and n > 1:
+        if self.residual is not None and n > 1 and self.slots.all_resident:
             self._append_batch(layer, k_buf, v_buf, pos, n)
             return
         # chunks that fit the staging area; grouped modes also end a chunk where a K group ends, so each
@@ -95,7 +95,8 @@ class Appender:
 
     def _append_batch(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int) -> None:
         """A grouped mode's batch: chunks that fit staging (not cut at groups), each stored by one dispatch,
-        the groups it completes booked before its rows and quantised a window at a time (`Residual.record_batch`)."""
+        the groups it completes booked before its rows and quantised a window at a time (`Residual.record_batch`).
+        Every window keeps its slot (no VRAM budget): the chunk's slots are resolved before anything is booked."""
         lay, stg, res = self.layout, self.staging, self.residual
         assert res is not None
         start = 0
