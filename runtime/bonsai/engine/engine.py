@@ -14,7 +14,7 @@ from typing import Any, cast
 from ..config import ModelConfig
 from ..gguf import GGUFReader
 from ..gpu.backend import GpuBackend
-from ..kv import resolve_mode
+from ..kv import AUTO, resolve_mode
 from ..kv.api import KVCacheAPI
 from . import warmup
 from .forward import HISTORY, GpuModel, default_batch, fit_batch
@@ -46,7 +46,7 @@ class Engine:
     opens a GGUF file on the native one.
     """
 
-    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = "f32", window: int = 2048,
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = AUTO, window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int | None = None,
                  progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
                  resident_steps: int = 16, warm_up: bool = False) -> None:

@@ -34,6 +34,8 @@ def test_an_engine_asked_for_auto_on_a_gpu_keeps_a_q4res_cache(gpu, tmp_path, mo
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)
     engine = load_engine(path, gpu=gpu, kv=AUTO, window=64, max_positions=128, progress=False)
     assert engine.cache.layout.mode.name == "q4res" and engine.generate([3, 1, 4], max_tokens=4).tokens
+    # the library's default too (the tenant and OS surfaces load engines without naming a mode)
+    assert load_engine(path, gpu=gpu, window=64, max_positions=128, progress=False).kv_mode == "q4res"
 
 
 def test_the_cli_defaults_to_auto_and_says_what_it_means():

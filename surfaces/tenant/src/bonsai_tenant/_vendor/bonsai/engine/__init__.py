@@ -3,7 +3,8 @@
 API (the package import is pure Python and backend-free, so it runs under Pyodide; `.native` wires
 the native backend and is never imported from here):
     from bonsai.engine.native import load_engine      # native Gpu + NumpyKVCache
-    engine = load_engine(path=None, *, gpu=None, kv="f32" | "q4" | "q4r", window=2048, vram_budget=None,
+    engine = load_engine(path=None, *, gpu=None, kv="auto" (q4res on a GPU, f32 on a CPU adapter: bonsai.kv.default_mode)
+                         | "f32" | "q4res" | "q8" | ..., window=2048, vram_budget=None,
                          max_positions=2048, batch=None (512 on a GPU, 128 on a CPU adapter),
                          progress=True, cache_factory=None,
                          resident_steps=16, warm_up=False)  # None -> default model; warm_up=True
