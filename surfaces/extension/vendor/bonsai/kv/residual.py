@@ -109,13 +109,8 @@ class Residual:
         """The positions [start, end) of the groups that appending [pos, pos+n) completes (the group holding
         pos from its start), one run per window."""
         lay = self.layout
-        s, last = pos - pos % lay.group, (pos + n) - (pos + n) % lay.group
-        runs = []
-        while s < last:
-            end = min(last, (s // lay.window + 1) * lay.window)
-            runs.append((s, end))
-            s = end
-        return runs
+        first, last = pos - pos % lay.group, (pos + n) - (pos + n) % lay.group
+        return [(start, end) for _, start, end in lay.runs(Kind.K, first, last)]
 
     def record_batch(self, layer: int, e: Entry, runs: list[tuple[int, int]], outs: list[Entry], staging: Staging,
                      slot: Callable[[int], Any]) -> None:
@@ -134,17 +129,34 @@ class Residual:
             whole = start
             if start < e.pos:  # the group the residual holds: its last rows in, quantised from there
                 self._to_residual(layer, e, staging, e.pos, start + G, role=FIRST_ROLE)
-                self._group_kernels(self.bufs[layer], 0, G * rw, start, 1, win_slot)
+                self._from_residual(layer, start, win_slot)
                 whole = start + G
             if whole < end:
                 at = (whole - e.pos) * rw
                 self._group_kernels(staging.buffer, e.word + at, v_rows + at, whole, (end - whole) // G, win_slot)
-            n_k, n_v = (end - start) * lay.k_words, ((end - start) * lay.v_words if self.v_res else 0)
-            self.scatter.copy(win_slot, lay.slot_word(Kind.K, start), n_k, lay.slot_word(Kind.V, start), n_v,
-                              staging.buffer, out.word, out.word + n_k)
+            self._copy_out(win_slot, start, end - start, staging, out)
             self.gpu_start[layer] = done = end
         if done < e.pos + e.n:
             self._to_residual(layer, e, staging, done, e.pos + e.n)
+
+    def _from_residual(self, layer: int, g0: int, slot: Any, params: tuple[Any, Any] = (None, None)) -> None:
+        """Quantise group g0 from `layer`'s residual buffer (K rows, then V rows after the group's K) into `slot`."""
+        self._group_kernels(self.bufs[layer], 0, self.layout.group * self.layout.f32_row_bytes // 4, g0, 1, slot,
+                            params)
+
+    def _slot_words(self, start: int, n: int) -> tuple[int, int, int, int]:
+        """(K word, K words, V word, V words) that positions [start, start+n) of quantised groups take in their
+        window's slot (V words only where V has a residual): what a copy of them into staging moves."""
+        lay = self.layout
+        return (lay.slot_word(Kind.K, start), n * lay.k_words, lay.slot_word(Kind.V, start),
+                n * lay.v_words if self.v_res else 0)
+
+    def _copy_out(self, slot: Any, start: int, n: int, staging: Staging, out: Entry, src_params: Any = None) -> None:
+        """Positions [start, start+n) of quantised groups in `slot` into their staging group entry `out` (a scatter
+        dispatch, inside the compute pass); src_params: a step parameter holding `_slot_words` (else cached)."""
+        k_word, n_k, v_word, n_v = self._slot_words(start, n)
+        self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k,
+                          src_params=src_params)
 
     def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any,
                        params: tuple[Any, Any] = (None, None)) -> None:
@@ -189,10 +201,9 @@ class Residual:
         """The parameter buffers of quantising group g0 (K, V) and copying it from its slot: step parameters
         (`GROUP_ROLES`) for one-position steps, else cached by value."""
         lay = self.layout
-        k_word, v_word = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
-        n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
+        copy = self._slot_words(g0, lay.group)
         rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
-        words = ((0, k_word, 0, 0), (lay.group, v_word, 0, lay.group * rw), (k_word, n_k, v_word, n_v))
+        words = ((0, copy[0], 0, 0), (lay.group, copy[2], 0, lay.group * rw), copy)
         if one_step:
             return tuple(self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
         return tuple(self.params.get(*w) for w in words)
@@ -206,13 +217,9 @@ class Residual:
 
     def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging, one_step: bool) -> None:
         """Quantise group g0 from the residual into `slot` and copy it into staging (a group entry booked now)."""
-        lay = self.layout
         k_params, v_params, copy_params = self._group_params(g0, one_step)
-        self._group_kernels(self.bufs[layer], 0, lay.group * lay.f32_row_bytes // 4, g0, 1, slot, (k_params, v_params))
-        out = staging.book_group(layer, g0)
-        n_k, n_v = lay.group * lay.k_words, (lay.group * lay.v_words if self.v_res else 0)
-        self.scatter.copy(slot, lay.slot_word(Kind.K, g0), n_k, lay.slot_word(Kind.V, g0), n_v, staging.buffer,
-                          out.word, out.word + n_k, src_params=copy_params)  # in the pass
+        self._from_residual(layer, g0, slot, (k_params, v_params))
+        self._copy_out(slot, g0, self.layout.group, staging, staging.book_group(layer, g0), copy_params)
 
     def replay_fill(self, layer: int, g0: int, staging: Staging) -> None:
         """The bookkeeping of quantising group g0 of `layer`, for a replayed step that fills it (its taped
