@@ -65,6 +65,16 @@ row() {
   PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py $K1 "$@" --out "$OUT/$name.json" 2>&1 \
       | grep -i "bonsai GPU\|HF trans" | cut -c1-200
 }
+# hf_table [PYTHONPATH]: this tree at 1K, f32 beside Hugging Face (prefill 512 best of 3, decode 256 after 1,024),
+# q4res (and PYTHONPATH's q4res, e.g. main's, beside it), f32 again; llama.cpp at depth 1024 (final17hf, final18)
+hf_table() {
+  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
+  row $AFTER f32_hf --kv f32 --hf --label "f32"
+  row $AFTER q4res --kv q4res --label "q4res"
+  if [ -n "${1:-}" ]; then row "$1" q4res_before --kv q4res --label "main q4res"; fi
+  row $AFTER f32 --kv f32 --label "f32 again"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+}
 # eight_k: this tree's decode at 8K context (f32, q4res) beside llama.cpp at depth 8192
 eight_k() {
   for kv in f32 q4res; do
@@ -358,11 +368,7 @@ final17hf)
   # bench/device_run.sh final17hf (after the three part calls; carry .whl .gl .ll): this tree at 1K in one call, f32
   # beside Hugging Face (prefill 512 best of 3, decode 256 after 1,024), q4res, f32 again, llama.cpp at depth 1024
   M=$(model_and_peer)
-  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
-  row $AFTER f32_hf --kv f32 --hf --label "f32"
-  row $AFTER q4res --kv q4res --label "q4res"
-  row $AFTER f32 --kv f32 --label "f32 again"
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  hf_table
   ;;
 final17)
   # bench/device_run.sh final17 (after the three part calls; carry .whl .gl .ll .before; .before = `git archive <main>
@@ -431,12 +437,7 @@ final18)
         --out "$OUT/prefill_probe_$side.json" 2>&1 | grep -iE "group.wgsl|store.wgsl|scatter|whole step|per step" \
         | sed "s/^/$side q4res prefill: /" | cut -c1-170
   done
-  K1="--model $M --no-reference --new-tokens 256 --prompt-tokens 1024 --prefill-kernels tiled --batch 512 --prefill-repeats 3"
-  row $AFTER f32_hf --kv f32 --hf --label "f32"
-  row $AFTER q4res --kv q4res --label "q4res"
-  row $B q4res_before --kv q4res --label "main q4res"
-  row $AFTER f32 --kv f32 --label "f32 again"
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "|"
+  hf_table "$B"
   eight_k
   ;;
 long)
