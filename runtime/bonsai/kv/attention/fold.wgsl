@@ -31,6 +31,26 @@ fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
     return s;
 }
 
+// dot + q[d .. d+63] . (k0 .. k15), in add8's order: the sixty-four values are the call's arguments, all
+// loaded before any is summed. Loads in a loop wait one memory round trip per iteration on the H200 (the
+// top of ops/matmul.wgsl): eight at a time left a decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md,
+// session 19). Vectors, not an array: an array indexed in a loop was kept in memory, and the f32 prompt's
+// fold ran at half speed.
+fn add64(dot: f32, d: u32,
+         k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>,
+         k8: vec4<f32>, k9: vec4<f32>, k10: vec4<f32>, k11: vec4<f32>, k12: vec4<f32>, k13: vec4<f32>, k14: vec4<f32>, k15: vec4<f32>) -> f32 {
+    var s = dot;
+    s = add8(s, d, k0, k1);
+    s = add8(s, d + 8u, k2, k3);
+    s = add8(s, d + 16u, k4, k5);
+    s = add8(s, d + 24u, k6, k7);
+    s = add8(s, d + 32u, k8, k9);
+    s = add8(s, d + 40u, k10, k11);
+    s = add8(s, d + 48u, k12, k13);
+    s = add8(s, d + 56u, k14, k15);
+    return s;
+}
+
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
@@ -50,11 +70,26 @@ fn score(r: u32, pos: u32) -> f32 {
     }
     if (K_BITS == 32u || K_C4 || K_ASYM) {
         let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
-        if (K_BITS == 32u && HD % 8u == 0u && (kb & 3u) == 0u) {  // f32 rows at 16-byte boundaries: see kc4
-            for (var d = 0u; d < HD; d = d + 8u) {
-                let ka = bitcast<vec4<f32>>(kc4[(kb + d) / 4u]);
-                let kz = bitcast<vec4<f32>>(kc4[(kb + d) / 4u + 1u]);
-                dot = add8(dot, d, ka, kz);
+        if (K_BITS == 32u && HD % 64u == 0u && (kb & 3u) == 0u) {  // f32 rows at 16-byte boundaries: see kc4
+            for (var d = 0u; d < HD; d = d + 64u) {
+                let i = (kb + d) / 4u;
+                dot = add64(dot, d,
+                    bitcast<vec4<f32>>(kc4[i]),
+                    bitcast<vec4<f32>>(kc4[i + 1u]),
+                    bitcast<vec4<f32>>(kc4[i + 2u]),
+                    bitcast<vec4<f32>>(kc4[i + 3u]),
+                    bitcast<vec4<f32>>(kc4[i + 4u]),
+                    bitcast<vec4<f32>>(kc4[i + 5u]),
+                    bitcast<vec4<f32>>(kc4[i + 6u]),
+                    bitcast<vec4<f32>>(kc4[i + 7u]),
+                    bitcast<vec4<f32>>(kc4[i + 8u]),
+                    bitcast<vec4<f32>>(kc4[i + 9u]),
+                    bitcast<vec4<f32>>(kc4[i + 10u]),
+                    bitcast<vec4<f32>>(kc4[i + 11u]),
+                    bitcast<vec4<f32>>(kc4[i + 12u]),
+                    bitcast<vec4<f32>>(kc4[i + 13u]),
+                    bitcast<vec4<f32>>(kc4[i + 14u]),
+                    bitcast<vec4<f32>>(kc4[i + 15u]));
             }
             return dot * p.qk_scale;
         }
@@ -107,11 +142,26 @@ fn pos_score(pos: u32, g: u32) -> f32 {
     if (in_residual(pos)) {
         let kb = ((pos - w.w0) * p.n_kv + g) * HD;
         var dot = 0.0;
-        if (HD % 8u == 0u) {
-            for (var d = 0u; d < HD; d = d + 8u) {
-                let ka = bitcast<vec4<f32>>(rc[(kb + d) / 4u]);
-                let kz = bitcast<vec4<f32>>(rc[(kb + d) / 4u + 1u]);
-                dot = add8(dot, d, ka, kz);
+        if (HD % 64u == 0u) {  // as f32 K's (add64)
+            for (var d = 0u; d < HD; d = d + 64u) {
+                let i = (kb + d) / 4u;
+                dot = add64(dot, d,
+                    bitcast<vec4<f32>>(rc[i]),
+                    bitcast<vec4<f32>>(rc[i + 1u]),
+                    bitcast<vec4<f32>>(rc[i + 2u]),
+                    bitcast<vec4<f32>>(rc[i + 3u]),
+                    bitcast<vec4<f32>>(rc[i + 4u]),
+                    bitcast<vec4<f32>>(rc[i + 5u]),
+                    bitcast<vec4<f32>>(rc[i + 6u]),
+                    bitcast<vec4<f32>>(rc[i + 7u]),
+                    bitcast<vec4<f32>>(rc[i + 8u]),
+                    bitcast<vec4<f32>>(rc[i + 9u]),
+                    bitcast<vec4<f32>>(rc[i + 10u]),
+                    bitcast<vec4<f32>>(rc[i + 11u]),
+                    bitcast<vec4<f32>>(rc[i + 12u]),
+                    bitcast<vec4<f32>>(rc[i + 13u]),
+                    bitcast<vec4<f32>>(rc[i + 14u]),
+                    bitcast<vec4<f32>>(rc[i + 15u]));
             }
             return dot * p.qk_scale;
         }
@@ -233,6 +283,19 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
         workgroupBarrier();
         let nb = min(HD, hi - b);
         var i = 0u;
+        for (; i + 16u <= nb; i = i + 16u) {  // sixteen positions' V loaded before either eight is folded
+            if (quick) {
+                let va = v8_quick(b + i, g, j, i);
+                let vb = v8_quick(b + i + 8u, g, j, i + 8u);
+                fold8(i, va, m, l, acc);
+                fold8(i + 8u, vb, m, l, acc);
+            } else {
+                let va = v8_any(b + i, g, j, i);
+                let vb = v8_any(b + i + 8u, g, j, i + 8u);
+                fold8(i, va, m, l, acc);
+                fold8(i + 8u, vb, m, l, acc);
+            }
+        }
         for (; i + 8u <= nb; i = i + 8u) {
             if (quick) { fold8(i, v8_quick(b + i, g, j, i), m, l, acc); } else { fold8(i, v8_any(b + i, g, j, i), m, l, acc); }
         }
