@@ -36,6 +36,7 @@
 #   bench/device_run.sh final17     # session 17: main against this tree, f32 and q4res x3, folds, llama.cpp d1024/8192, 8K
 #   bench/device_run.sh s18 [N]     # session 18: main (.before) against this tree at 1K, f32 and q4res alternating N rounds, q4res blocks
 #   bench/device_run.sh final18 [N] # session 18: f32 / q4res in one process N rounds (kv_pair_bench), the final17hf table, 8K
+#   bench/device_run.sh final19 [N] # session 19: main (.before) and this tree's f32 decode at 1K beside llama.cpp tg128 at depth 1024, N rounds; final18's table
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -204,11 +205,11 @@ s12)
   ;;
 var|vardec)
   # bench/device_run.sh var [KV] (carry .whl .gl .var): patched copies of the runtime (.var/NAME/runtime), each one's
-  # decode step at 1K by kernel (GREP), two rounds interleaved (KV default q4res); vardec [KV] (after the three part
+  # decode step at 1K by kernel (GREP), ROUNDS (default 2) rounds interleaved (KV default q4res); vardec [KV] (after the three part
   # calls; KV default f32) adds a decode_bench row of each tree after its kernels
   M=$(model_and_peer)
   KV=${2:-q4res}; [ "$1" = vardec ] && KV=${2:-f32}
-  for round in 1 2; do
+  for round in $(seq "${ROUNDS:-2}"); do
     for d in .var/*/; do
       name=$(basename "$d")
       PYTHONPATH=$PWD/.site:$PWD/${d}runtime timeout 100 python3 bench/kernel_probe.py --model $M --kv "$KV" --context 1024 \
@@ -436,6 +437,22 @@ final18)
     PYTHONPATH=$P timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
         --out "$OUT/prefill_probe_$side.json" 2>&1 | grep -iE "group.wgsl|store.wgsl|scatter|whole step|per step" \
         | sed "s/^/$side q4res prefill: /" | cut -c1-170
+  done
+  hf_table "$B"
+  eight_k
+  ;;
+final19)
+  # bench/device_run.sh final19 [ROUNDS] (after the three part calls; carry .whl .gl .ll .before; .before = `git archive
+  # <main> runtime/bonsai bench`): ROUNDS (default 3) rounds of main's and this tree's f32 decode at 1K (decode 256
+  # after 1,024, the matvec prefill once) each beside llama.cpp's tg128 at depth 1024; then final17hf's table with
+  # main's q4res row, and 8K beside llama.cpp at depth 8192
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-3}"); do
+    quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
+        | sed "s/^/llama r$round: /"
   done
   hf_table "$B"
   eight_k
