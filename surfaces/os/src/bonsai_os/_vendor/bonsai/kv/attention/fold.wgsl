@@ -31,12 +31,23 @@ fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
     return s;
 }
 
-// dot + q[d .. d+63] . k, in add8's order: sixty-four values loaded (sixteen vectors, one expression)
-// before any is summed. Loads in a loop wait one memory round trip per iteration on the H200 (the top of
-// ops/matmul.wgsl); eight at a time left a decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md, session 19).
-fn add64(dot: f32, d: u32, k: array<vec4<f32>, 16>) -> f32 {
+// dot + q[d .. d+63] . (k0 .. k15), in add8's order: the sixty-four values are the call's arguments, all
+// loaded before any is summed. Loads in a loop wait one memory round trip per iteration on the H200 (the
+// top of ops/matmul.wgsl): eight at a time left a decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md,
+// session 19). Vectors, not an array: an array indexed in a loop was kept in memory, and the f32 prompt's
+// fold ran at half speed.
+fn add64(dot: f32, d: u32,
+         k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>,
+         k8: vec4<f32>, k9: vec4<f32>, k10: vec4<f32>, k11: vec4<f32>, k12: vec4<f32>, k13: vec4<f32>, k14: vec4<f32>, k15: vec4<f32>) -> f32 {
     var s = dot;
-    for (var v = 0u; v < 16u; v = v + 2u) { s = add8(s, d + 4u * v, k[v], k[v + 1u]); }
+    s = add8(s, d, k0, k1);
+    s = add8(s, d + 8u, k2, k3);
+    s = add8(s, d + 16u, k4, k5);
+    s = add8(s, d + 24u, k6, k7);
+    s = add8(s, d + 32u, k8, k9);
+    s = add8(s, d + 40u, k10, k11);
+    s = add8(s, d + 48u, k12, k13);
+    s = add8(s, d + 56u, k14, k15);
     return s;
 }
 
@@ -62,7 +73,7 @@ fn score(r: u32, pos: u32) -> f32 {
         if (K_BITS == 32u && HD % 64u == 0u && (kb & 3u) == 0u) {  // f32 rows at 16-byte boundaries: see kc4
             for (var d = 0u; d < HD; d = d + 64u) {
                 let i = (kb + d) / 4u;
-                dot = add64(dot, d, array<vec4<f32>, 16>(
+                dot = add64(dot, d,
                     bitcast<vec4<f32>>(kc4[i]),
                     bitcast<vec4<f32>>(kc4[i + 1u]),
                     bitcast<vec4<f32>>(kc4[i + 2u]),
@@ -78,7 +89,7 @@ fn score(r: u32, pos: u32) -> f32 {
                     bitcast<vec4<f32>>(kc4[i + 12u]),
                     bitcast<vec4<f32>>(kc4[i + 13u]),
                     bitcast<vec4<f32>>(kc4[i + 14u]),
-                    bitcast<vec4<f32>>(kc4[i + 15u])));
+                    bitcast<vec4<f32>>(kc4[i + 15u]));
             }
             return dot * p.qk_scale;
         }
@@ -134,7 +145,7 @@ fn pos_score(pos: u32, g: u32) -> f32 {
         if (HD % 64u == 0u) {  // as f32 K's (add64)
             for (var d = 0u; d < HD; d = d + 64u) {
                 let i = (kb + d) / 4u;
-                dot = add64(dot, d, array<vec4<f32>, 16>(
+                dot = add64(dot, d,
                     bitcast<vec4<f32>>(rc[i]),
                     bitcast<vec4<f32>>(rc[i + 1u]),
                     bitcast<vec4<f32>>(rc[i + 2u]),
@@ -150,7 +161,7 @@ fn pos_score(pos: u32, g: u32) -> f32 {
                     bitcast<vec4<f32>>(rc[i + 12u]),
                     bitcast<vec4<f32>>(rc[i + 13u]),
                     bitcast<vec4<f32>>(rc[i + 14u]),
-                    bitcast<vec4<f32>>(rc[i + 15u])));
+                    bitcast<vec4<f32>>(rc[i + 15u]));
             }
             return dot * p.qk_scale;
         }
