@@ -261,8 +261,9 @@ fn fold8(k: u32, v: V8, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<f
 // into (m, l) (computed identically by all) and its own acc[j]. Call from uniform control flow.
 // The V values of eight positions are loaded (written out, not in a loop or an array) before any
 // of them is folded: the H200 then waits for one memory round trip per eight positions instead of
-// one per position (bench/NOTES.md, session 7: 25.4 us per layer at 1K context before, 12.6 us after).
-// The values and the order of the operations are those of one position at a time.
+// one per position (bench/NOTES.md, session 7: 25.4 us per layer at 1K context before, 12.6 us after);
+// full rounds of sixteen load two eights before folding the first (session 19). The values and the
+// order of the operations are those of one position at a time.
 fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<function, f32>,
               acc: ptr<function, f32>) {
     if (K_GROUP_CACHE) {  // lo and hi - 1 lie in one block, so in one group (lo uniform: the barrier is too)
