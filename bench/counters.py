@@ -32,14 +32,15 @@ class CountingQueue:
 
 
 def count_reads(gpu, queue: CountingQueue) -> None:
-    """Count `Gpu.read`s (and `wait`s) as reads: they go through the kept readback buffer."""
-    real = gpu._read_after_recorded
+    """Count `Gpu.read`s (and `wait`s: they go through the kept readback buffer) and `read_soon`s as reads."""
+    for name in ("_read_after_recorded", "read_soon"):
+        real = getattr(gpu, name)
 
-    def counted(*a, **k):
-        queue.reads += 1
-        return real(*a, **k)
+        def counted(*a, _real=real, **k):
+            queue.reads += 1
+            return _real(*a, **k)
 
-    gpu._read_after_recorded = counted
+        setattr(gpu, name, counted)
 
 
 def count_passes(gpu):

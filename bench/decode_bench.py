@@ -25,6 +25,7 @@ import prefill_timing
 from counters import CountingQueue, count_passes, count_reads, dispatch_cost_us
 
 from bonsai.engine.native import load_engine
+from bonsai.engine.resident import ResidentBlocks
 from bonsai.gpu.recorder import Recorder
 from bonsai.kv.attention import driver
 from bonsai.kv.format.modes import MODES
@@ -47,6 +48,7 @@ def bench_gpu(a, ids):
     driver.FUSE_MERGE = not a.no_fuse_merge  # likewise
     t0 = time.perf_counter()
     engine = load_engine(a.model, kv=a.kv, window=a.window, progress=False, resident_steps=a.resident_steps,
+                         blocks_ahead=a.blocks_ahead,
                          max_positions=max(2048, len(ids) + a.new_tokens), warm_up=not a.no_warm_up,
                          **({"batch": a.batch} if a.batch else {}))
     load_s = time.perf_counter() - t0
@@ -78,10 +80,14 @@ def bench_gpu(a, ids):
     replays0 = engine.model.replays
     t0 = time.perf_counter()
     done = 0
+    blocks = ResidentBlocks(engine, a.new_tokens, lambda i: None)
     while done < a.new_tokens:  # as `Engine.generate` decodes greedily: blocks of resident steps
-        k = min(a.resident_steps, a.new_tokens - done)
-        tok = engine._steps_on_gpu(tok, k, lambda j: None)[-1] if a.resident_steps > 1 else engine._step([tok], argmax=True)
-        done += k
+        if a.resident_steps > 1:
+            ids = blocks.take(tok, done)
+            tok, done = ids[-1], done + len(ids)
+        else:
+            tok, done = engine._step([tok], argmax=True), done + 1
+    blocks.close()
     decode_s = time.perf_counter() - t0
     n = a.new_tokens
     disp = (engine.gpu.dispatch_count - d0) / n
@@ -98,9 +104,10 @@ def bench_gpu(a, ids):
         "floor_tok_s": 1e6 / (disp * cost),
         "floor_tok_s_min_cost": 1e6 / (disp * min(probes)),
 
+        "blocks_ahead": engine.blocks_ahead,
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
                   + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
-                  + f", {a.resident_steps} steps/readback, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
+                  + f", {a.resident_steps} steps/readback, {engine.blocks_ahead} ahead, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
                   + (", merge apart" if a.no_fuse_merge else "")
                   + (", GPU kernels" if a.gpu_kernels else "") + f", prefill {prefill_rows[0]['kernel']}"
                   + (f", submit/{a.submit_every} layers)" if a.submit_every else ")"),
@@ -198,6 +205,9 @@ def main() -> None:
     p.add_argument("--variant", default="auto", help="attention kernel variant: auto, serial, blocks")
     p.add_argument("--resident-steps", type=int, default=16,
                    help="greedy decode steps on the GPU per readback (1: one readback per token, the old loop)")
+    p.add_argument("--blocks-ahead", type=int, default=None, choices=(0, 1),
+                   help="blocks of resident steps recorded before the last one's readback is waited for "
+                        "(default: the engine's, 1 on GPUs, 0 on CPU adapters)")
     p.add_argument("--no-fuse-merge", action="store_true",
                    help="blocks attention: merge in a dispatch of its own (merge_blocks.wgsl), not in the fold's")
     p.add_argument("--block", type=int, default=None,

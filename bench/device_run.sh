@@ -37,6 +37,8 @@
 #   bench/device_run.sh s18 [N]     # session 18: main (.before) against this tree at 1K, f32 and q4res alternating N rounds, q4res blocks
 #   bench/device_run.sh final18 [N] # session 18: f32 / q4res in one process N rounds (kv_pair_bench), the final17hf table, 8K
 #   bench/device_run.sh final19 [N] # session 19: main (.before) and this tree's f32 decode at 1K beside llama.cpp tg128 at depth 1024, N rounds; final18's table
+#   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
+#   bench/device_run.sh final20 [N] # session 20's head: final19's rounds, table and 8K
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -53,10 +55,11 @@ model_and_peer() {
   echo /root/m/model.gguf
 }
 # quick_decode PYTHONPATH NAME CONTEXT ARGS...: one decode_bench row (256 new tokens after CONTEXT, the
-# matvec prefill timed once) for the alternating modes below; prints the bench's row
+# matvec prefill timed once) for the alternating modes below; prints the bench's row. BENCH: the bench
+# folder (main's rows run .before/bench: this tree's bench may need this tree's runtime)
 quick_decode() {
   path=$1; name=$2; context=$3; shift 3
-  PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py --model "$M" --no-reference --prompt-tokens "$context" \
+  PYTHONPATH=$path timeout 100 python3 ${BENCH:-bench}/decode_bench.py --model "$M" --no-reference --prompt-tokens "$context" \
       --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 "$@" \
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
@@ -456,6 +459,52 @@ final19)
   done
   hf_table "$B"
   eight_k
+  ;;
+s20)
+  # bench/device_run.sh s20 [ROUNDS] (after the three part calls; carry .whl .gl .ll .before; .before = main): ROUNDS
+  # (default 3) rounds at 1K (decode 256 after 1,024, the matvec prefill once): main's f32, this tree's f32 with no
+  # block ahead, one block ahead (16 and 8 steps a block), q4res one ahead, then llama.cpp's tg128 at depth 1024
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-3}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_ahead0_$round" 1024 --kv f32 --blocks-ahead 0 --label "f32 ahead 0 r$round"
+    quick_decode "$AFTER" "f32_ahead1_$round" 1024 --kv f32 --blocks-ahead 1 --label "f32 ahead 1 r$round"
+    quick_decode "$AFTER" "f32_ahead1_k8_$round" 1024 --kv f32 --blocks-ahead 1 --resident-steps 8 --label "f32 ahead 1 k8 r$round"
+    quick_decode "$AFTER" "q4res_ahead1_$round" 1024 --kv q4res --blocks-ahead 1 --label "q4res ahead 1 r$round"
+    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
+        | sed "s/^/llama r$round: /"
+  done
+  ;;
+final20)
+  # bench/device_run.sh final20 [ROUNDS] (as s20): ROUNDS rounds of main's and this tree's f32 decode at 1K beside
+  # llama.cpp (final19's rounds), final17hf's table with main's q4res row, 8K beside llama.cpp at depth 8192
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-3}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
+        | sed "s/^/llama r$round: /"
+  done
+  hf_table "$B"
+  eight_k
+  ;;
+s20q)
+  # bench/device_run.sh s20q [ROUNDS] (as s20): q4res against f32 with a block ahead; main's q4res and f32 beside
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-2}"); do
+    BENCH=.before/bench quick_decode "$B" "q4res_main_$round" 1024 --kv q4res --label "main q4res r$round"
+    quick_decode "$AFTER" "q4res_ahead0_$round" 1024 --kv q4res --blocks-ahead 0 --label "q4res ahead 0 r$round"
+    quick_decode "$AFTER" "q4res_ahead1_$round" 1024 --kv q4res --blocks-ahead 1 --label "q4res ahead 1 r$round"
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_ahead1_$round" 1024 --kv f32 --blocks-ahead 1 --label "f32 ahead 1 r$round"
+  done
+  for kv in q4res f32; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/resident_profile.py --model "$M" --kv $kv --top 14 \
+        --out "$OUT/profile_$kv.json" 2>&1 | grep -v "^\s*$" | head -24 | cut -c1-160
+  done
   ;;
 long)
   # bench/device_run.sh long (after the three part calls; carry .whl .gl .ll): issue 16's long forced decoding (1,100

@@ -19,25 +19,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bonsai.engine.native import load_engine
+from bonsai.engine.resident import ResidentBlocks
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
 def decode(engine, tok: int, tokens: int, resident: int, blocks: list | None = None,
            on_block: Callable[[list[int]], object] | None = None) -> int:
-    """Decode `tokens` from `tok`; each block's (first position, wall seconds) appended to `blocks`, its ids
-    passed to `on_block`."""
+    """Decode `tokens` from `tok` as `Engine.generate` does (`ResidentBlocks`: the engine's blocks ahead);
+    each block's (first position, wall seconds of its `take`) appended to `blocks`, its ids passed to
+    `on_block`."""
     done = 0
+    engine.resident_steps = resident
+    run = ResidentBlocks(engine, tokens, lambda i: None)
     while done < tokens:
-        k = min(resident, tokens - done)
-        t0, pos = time.perf_counter(), engine.pos
-        ids = engine._steps_on_gpu(tok, k, lambda j: None)
+        t0, pos = time.perf_counter(), engine.pos - run.steps_in_flight
+        ids = run.take(tok, done)
         if blocks is not None:
             blocks.append((pos, time.perf_counter() - t0))
         if on_block is not None:
             on_block(ids)
         tok = ids[-1]
-        done += k
+        done += len(ids)
+    run.close()
     return tok
 
 
@@ -48,11 +52,12 @@ def main() -> None:
     p.add_argument("--context", type=int, default=1024)
     p.add_argument("--tokens", type=int, default=256)
     p.add_argument("--resident-steps", type=int, default=16)
+    p.add_argument("--blocks-ahead", type=int, default=None, choices=(0, 1), help="default: the engine's")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "resident_profile.json"))
     a = p.parse_args()
-    engine = load_engine(a.model, kv=a.kv, progress=False, warm_up=True,
+    engine = load_engine(a.model, kv=a.kv, progress=False, warm_up=True, blocks_ahead=a.blocks_ahead,
                          max_positions=a.context + 2 * a.tokens + 64)
     ids = (engine.tokenizer.encode(PROMPT) * (a.context // 8 + 1))[: a.context]
     engine.prefill_argmax(ids)

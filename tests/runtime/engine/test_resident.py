@@ -8,6 +8,8 @@ import pytest
 import bonsai.kv.cache as cache_module
 from bonsai.engine.forward import GpuModel
 from bonsai.engine.native import load_engine
+from bonsai.engine.resident import ResidentBlocks
+from bonsai.gpu.backend import PendingRead
 from bonsai.kv.errors import KVError
 from bonsai.kv.handover import Handover
 from bonsai.kv.master import HostMaster
@@ -23,12 +25,13 @@ def engine(request, gpu, tmp_path):
     return load_engine(path, gpu=gpu, kv=request.param, window=64, max_positions=128, progress=False)
 
 
-def _run(engine, steps: int, max_tokens: int = 70, **kw):
-    """Tokens, position, fed ids and host master of one generation with `steps` steps per readback."""
+def _run(engine, steps: int, max_tokens: int = 70, ahead: int = 0, **kw):
+    """Tokens, position, fed ids and host master of one generation with `steps` steps per readback (and
+    `ahead` blocks recorded before the last one is read)."""
     engine.reset()
     for host in engine.cache.master.layers:  # a blank master, so rows missing from it show
         host[:] = bytes(len(host))
-    engine.resident_steps = steps
+    engine.resident_steps, engine.blocks_ahead = steps, ahead
     gen = engine.generate(PROMPT, max_tokens=max_tokens, stop_ids=kw.pop("stop_ids", set()), **kw)
     engine.cache.sync_host()
     return gen.tokens, engine.pos, list(engine.fed), b"".join(bytes(h) for h in engine.cache.master.layers)
@@ -90,17 +93,20 @@ def _handover_bytes_read(engine, monkeypatch) -> tuple[int, int]:
     the flag slots, one position's stored rows per layer per parked step, every group the run quantised
     and the tokens; not each step's worst-case room."""
     read = []
-    real = Handover.readback
 
-    def spy(self, also):
-        real_read = self.gpu.read_with  # every read goes through it
-        self.gpu.read_with = lambda buf, n, use, off=0: read.append(n) or real_read(buf, n, use, off)
-        try:
-            return real(self, also)
-        finally:
-            del self.gpu.read_with
+    def spy(real):
+        def spied(self, also):
+            real_read, real_soon = self.gpu.read_with, self.gpu.read_soon  # every read goes through them
+            self.gpu.read_with = lambda buf, n, use, off=0: read.append(n) or real_read(buf, n, use, off)
+            self.gpu.read_soon = lambda buf, n, off=0: read.append(n) or real_soon(buf, n, off)
+            try:
+                return real(self, also)
+            finally:
+                del self.gpu.read_with, self.gpu.read_soon
+        return spied
 
-    monkeypatch.setattr(Handover, "readback", spy)
+    monkeypatch.setattr(Handover, "readback", spy(Handover.readback))
+    monkeypatch.setattr(Handover, "start_readback", spy(Handover.start_readback))
     _run(engine, 16)
     lay = engine.cache.layout
     hand = engine.cache._handover
@@ -170,3 +176,78 @@ def test_rows_joined_across_a_group_entry_are_caught(gpu, tmp_path, monkeypatch)
     except KVError:  # the residual saw its rows out of order
         return
     assert bad != (one, res_one)
+
+
+# ---- a block recorded ahead: the next block runs while the last one is read back ---------------------
+
+@pytest.mark.parametrize("steps, max_tokens", [(16, 70), (8, 40), (16, 17)])
+def test_blocks_recorded_ahead_equal_one_step_per_readback(engine, steps, max_tokens):
+    host = (lambda: _residual(engine)) if engine.cache.layout.mode.grouped else (lambda: b"")
+    one = _run(engine, 1, max_tokens=max_tokens), host()
+    ahead = _run(engine, steps, max_tokens=max_tokens, ahead=1), host()
+    rows = one[0][3] + one[1]  # the master, and (q4res) the host residual: the newest group's rows
+    assert ahead == one and len(one[0][0]) == max_tokens and rows.count(0) < len(rows)
+
+
+def test_a_stop_with_a_block_in_flight_rewinds_to_the_same_position(engine):
+    """A stop inside the first block: the block recorded ahead of it is committed and rewound too, and
+    what follows is what follows a run that never decoded past the stop."""
+    stop = _mid_block_stop(_run(engine, 1)[0])
+    one = _run(engine, 1, stop_ids={stop})
+    ahead = _run(engine, 16, ahead=1, stop_ids={stop})
+    assert ahead[:3] == one[:3]
+    after_ahead = engine.generate([stop], max_tokens=8, stop_ids=set()).tokens
+    _run(engine, 1, stop_ids={stop})
+    assert engine.generate([stop], max_tokens=8, stop_ids=set()).tokens == after_ahead
+
+
+def test_a_read_that_waits_until_the_next_block_is_recorded_is_caught(engine, monkeypatch):
+    """Mutation: a `read_soon` that copies only when its result is asked for reads the buffers after the
+    block recorded ahead has overwritten them (its ids, its parked rows)."""
+    one = _run(engine, 1)
+    gpu = engine.gpu
+    monkeypatch.setattr(gpu, "read_soon", lambda buf, n, off=0: PendingRead(lambda use: use(
+        memoryview(gpu.read(buf, n, off)))), raising=False)
+    assert _run(engine, 16, ahead=1) != one
+
+
+def test_a_block_ahead_that_embeds_the_host_id_is_caught(engine, monkeypatch):
+    """Mutation: the block recorded ahead writes the host's last known id (the block before's input) into
+    the GPU token instead of leaving the last argmax there."""
+    one = _run(engine, 1)
+    real = ResidentBlocks._launch
+    seen = []
+
+    def stale(self, tok, index):
+        if tok is not None:
+            seen.append(tok)
+        return real(self, seen[-1] if tok is None and seen else tok, index)
+
+    monkeypatch.setattr(ResidentBlocks, "_launch", stale)
+    assert _run(engine, 16, ahead=1)[0] != one[0]
+
+
+def test_device_loss_with_a_block_in_flight_gives_the_same_tokens(tmp_path):
+    """The device dies while the block ahead is recorded (step 20 of 16-step blocks): the block being read
+    is lost too; both re-run on a new device from the host master, exact up to the block's start."""
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    eng = load_engine(path, kv="q4res", window=64, max_positions=128, progress=False, blocks_ahead=1)
+    clean = eng.generate(PROMPT, max_tokens=50, stop_ids=set())
+    eng.reset()
+    first_gpu = eng.gpu
+
+    def lose_device(step):
+        if step == 20:
+            eng.gpu.device.destroy()
+
+    lost = eng.generate(PROMPT, max_tokens=50, on_step=lose_device, stop_ids=set())
+    assert eng.gpu is not first_gpu and len(lost.recoveries) == 1
+    assert lost.tokens == clean.tokens and len(clean.tokens) == 50
+
+
+def test_blocks_ahead_defaults_to_none_on_a_cpu_adapter_and_checks_its_value(gpu, tmp_path):
+    path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
+    eng = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=128, progress=False)
+    assert eng.blocks_ahead == (0 if gpu.is_cpu else 1)
+    with pytest.raises(ValueError, match="blocks_ahead must be 0 or 1"):
+        load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=128, progress=False, blocks_ahead=2)
