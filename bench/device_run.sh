@@ -38,7 +38,9 @@
 #   bench/device_run.sh final18 [N] # session 18: f32 / q4res in one process N rounds (kv_pair_bench), the final17hf table, 8K
 #   bench/device_run.sh final19 [N] # session 19: main (.before) and this tree's f32 decode at 1K beside llama.cpp tg128 at depth 1024, N rounds; final18's table
 #   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
-#   bench/device_run.sh final20 [N] # session 20's head: final19's rounds, table and 8K
+#   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
+#   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
+#   bench/device_run.sh s20q [N]    # session 20: q4res with 0 / 1 blocks ahead beside main's, f32; resident_profile
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
@@ -477,18 +479,29 @@ s20)
   done
   ;;
 final20)
-  # bench/device_run.sh final20 [ROUNDS] (as s20): ROUNDS rounds of main's and this tree's f32 decode at 1K beside
-  # llama.cpp (final19's rounds), final17hf's table with main's q4res row, 8K beside llama.cpp at depth 8192
+  # bench/device_run.sh final20 [ROUNDS] (as s20): ROUNDS rounds of main's and this tree's f32 and this tree's q4res
+  # decode at 1K beside llama.cpp (final19's rounds), final17hf's table with main's q4res row, 8K beside llama.cpp
   M=$(model_and_peer)
   B=$PWD/.site:$PWD/.before/runtime
   for round in $(seq "${2:-3}"); do
     BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
     quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
     timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
         | sed "s/^/llama r$round: /"
   done
   hf_table "$B"
   eight_k
+  ;;
+probe20)
+  # bench/device_run.sh probe20 (as s20): kernel_probe at 1K, q4res of main and this tree, then f32 of this tree
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for run in "$B q4res main" "$AFTER q4res this" "$AFTER f32 this" "$B q4res main2" "$AFTER q4res this2"; do
+    set -- $run
+    PYTHONPATH=$1 timeout 100 python3 .before/bench/kernel_probe.py --model $M --kv $2 --context 1024 --reps 100 \
+        --out "$OUT/probe_$2_$3.json" 2>&1 | grep -i "blocks.wgsl\|whole step" | sed "s/^/$2 $3: /"
+  done
   ;;
 s20q)
   # bench/device_run.sh s20q [ROUNDS] (as s20): q4res against f32 with a block ahead; main's q4res and f32 beside

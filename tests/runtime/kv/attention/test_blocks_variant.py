@@ -168,8 +168,10 @@ def test_blocks_variant_decodes_grouped_scales_once_per_block(gpu, monkeypatch):
      "fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i ^ 1u]), m, l, acc);"),
     ("bitcast<vec4<f32>>(rc[i + 9u]),", "bitcast<vec4<f32>>(rc[i + 8u]),"),
     ("fn rword(i: u32) -> u32 { return rc[i / 4u][i % 4u]; }", "fn rword(i: u32) -> u32 { return rc[i / 4u][(i + 1u) % 4u]; }"),
+    ("let w5 = kword(kb + 5u);", "let w5 = kword(kb + 4u);"),
 ], ids=["K scales of the next group", "K min of the neighbouring channel", "V min of the neighbouring position",
-        "V min of the neighbouring position in a tail", "residual K reloads a vector", "residual V from the next word"])
+        "V min of the neighbouring position in a tail", "residual K reloads a vector", "residual V from the next word",
+        "K codes reload a word"])
 def test_grouped_scales_from_the_wrong_place_are_caught(gpu, monkeypatch, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     assert any(not r.ok for r in _grouped_results(gpu, monkeypatch))
