@@ -18,7 +18,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import DeviceLostError, GpuUnavailableError, ShaderError
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, GpuValidationError, T, WordTexture, round_up
+from .backend import (
+    TEXTURE_ROW_BYTES,
+    TEXTURE_ROW_WORDS,
+    GpuValidationError,
+    PendingRead,
+    T,
+    WordTexture,
+    ready_read,
+    round_up,
+)
 from .jsbridge import WANTED_LIMITS, Adapter, ffi, is_null, js_message
 from .limits import browser_limits
 from .recorder import Recorder
@@ -100,6 +109,10 @@ class BrowserGpu(Recorder):
     def read_with(self, buf: Any, nbytes: int, use: Callable[[memoryview], T], offset: int = 0) -> T:
         """`use` applied to `read`'s bytes (the page copies them out of JS anyway)."""
         return use(memoryview(self.read(buf, nbytes, offset)))
+
+    def read_soon(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """`read` now (a read left in flight would need the page's event loop between steps)."""
+        return ready_read(self.read(buf, nbytes, offset))
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""

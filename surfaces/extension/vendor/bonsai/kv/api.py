@@ -24,6 +24,9 @@ class KVCacheAPI(Protocol):
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
         """Read back every row appended since the last sync into the host master (plus `also`'s bytes)."""
 
+    def sync_host_soon(self, also: tuple[Any, int] | None = None) -> Any:
+        """`sync_host` started now; the answer's `finish()` commits it and returns `also`'s bytes."""
+
     def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
         """Write a step's position-dependent parameters before it is recorded (one compute pass); park=True
         also the destination of the `park` that follows the step."""

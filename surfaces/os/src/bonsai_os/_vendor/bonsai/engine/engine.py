@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-import struct
+import contextlib
 import sys
 import time
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -19,6 +17,7 @@ from ..kv.api import KVCacheAPI
 from . import warmup
 from .forward import HISTORY, GpuModel, default_batch, fit_batch
 from .recovery import LossWatch, is_device_lost
+from .resident import ResidentBlocks
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
 
@@ -49,7 +48,7 @@ class Engine:
     def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = AUTO, window: int = 2048,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int | None = None,
                  progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
-                 resident_steps: int = 16, warm_up: bool = False) -> None:
+                 resident_steps: int = 16, blocks_ahead: int | None = None, warm_up: bool = False) -> None:
         self.reader, self.cfg = reader, cfg
         # greedy decoding runs this many steps on the GPU between readbacks (1: one readback per token)
         if not 1 <= resident_steps <= HISTORY:
@@ -68,6 +67,11 @@ class Engine:
         self._tokenizer: Any = None
         self._watch = LossWatch()
         self._build(gpu, cache=None)
+        # greedy blocks recorded before the last one's readback is waited for (0 or 1; None: 1 on GPUs,
+        # 0 on CPU adapters, where a block recorded ahead only adds wasted steps at a stop: `resident.py`)
+        if blocks_ahead not in (None, 0, 1):
+            raise ValueError(f"blocks_ahead must be 0 or 1, got {blocks_ahead}")
+        self.blocks_ahead = int(not gpu.is_cpu) if blocks_ahead is None else blocks_ahead
         # compile every kernel a request needs now (`warmup.py`), not in the first request's prefill
         self.warm = warm_up
         self.warmed_kernels = warmup.warm_up(self) if warm_up else 0
@@ -148,31 +152,16 @@ class Engine:
         return out
 
     def _steps_on_gpu(self, tok: int, n: int, before: Callable[[int], None]) -> list[int]:
-        """n greedy decode steps from `tok` at self.pos, recorded back to back: each step's embedding reads
-        the id the last step's argmax left on the GPU, its KV rows are parked on the GPU (`KVCache.park`),
-        and one readback at the end brings the n ids and every row to the host. `before(j)` runs before
-        step j is recorded. A device loss re-runs the block on a new device from the host master, which is
-        exact up to self.pos (the last readback), so the ids are those of an uninterrupted run."""
-        start = self.pos
-        for attempt in (0, 1):
-            try:
-                self._watch.check()
-                a = self.model.act
-                self.gpu.write(a.token, array("I", [tok]))
-                for j in range(n):
-                    before(j)
-                    self.model.record([tok], start + j, all_logits=False, from_token=True, hist=j, park=True)
-                raw = self.cache.sync_host(also=(a.token, 4 * (1 + n)))
-                self._watch.check()
-                break
-            except Exception as exc:
-                if attempt or not is_device_lost(self.gpu, exc):
-                    raise
-                self.recover()
-        out = list(struct.unpack(f"<{n}I", raw[4: 4 * (1 + n)]))
-        self.fed[start:] = [tok, *out[:-1]]
-        self.pos = start + n
-        return out
+        """n greedy decode steps from `tok` at self.pos as one GPU-resident block (`ResidentBlocks`, none
+        recorded ahead), read back once; `before(j)` runs before step j is recorded."""
+        return ResidentBlocks(self, n, before, ahead=0).take(tok, 0)
+
+    def _end_blocks(self, ahead: list[int], blocks: ResidentBlocks | None) -> None:
+        """After decoding: commit a block still in flight, and forget the positions fed past the last token
+        kept (decoded ahead inside a block, or in the block in flight)."""
+        unused = len(ahead) + (blocks.close() if blocks is not None else 0)
+        if unused:
+            self.rewind(self.pos - unused)
 
     # ---- verbs ---------------------------------------------------------------------------
     def reset(self) -> None:
@@ -237,8 +226,9 @@ class Engine:
         rng = s.rng()
         stops = stop_ids if stop_ids is not None else ({self.cfg.eos_id} if self.cfg.eos_id is not None else set())
         greedy = s.greedy
-        # greedy: several steps per readback where the cache lets rows wait on the GPU (`_steps_on_gpu`)
+        # greedy: several steps per readback where the cache lets rows wait on the GPU (`ResidentBlocks`)
         resident = greedy and self.resident_steps > 1 and bool(getattr(self.cache, "can_park", False))
+        blocks: ResidentBlocks | None = None
         start = len(self.recoveries)
         t0 = time.perf_counter()
         out = self._prefill(list(prompt_ids), argmax=greedy)
@@ -254,44 +244,47 @@ class Engine:
                 called[0] = i
                 on_step(i)
 
-        def before_step(i: int, j: int) -> None:  # step j of a block decoded from token i
-            before(i + j)
-
-        for i in range(max_tokens):
-            if tok in stops:
-                gen.stop_reason = "eos"
-                break
-            gen.tokens.append(tok)
-            if decode is not None:
-                new_text = decode(gen.tokens)
-                if new_text.endswith("\ufffd") and i + 1 < max_tokens:
-                    new_text = text  # an unfinished UTF-8 sequence: wait for its next bytes
-                piece, text = new_text[len(text):], new_text
-                hit = [text.index(x) for x in stop_strings if x in text]
-                if hit:
-                    cut = min(hit)
-                    piece = piece[: max(0, len(piece) - (len(text) - cut))]
-                    text = text[:cut]
-                    if on_token and piece:
-                        on_token(tok, piece)
-                    gen.stop_reason = "stop_string"
+        try:
+            for i in range(max_tokens):
+                if tok in stops:
+                    gen.stop_reason = "eos"
                     break
-                if on_token:
-                    on_token(tok, piece)
-            elif on_token:
-                on_token(tok, "")
-            if i + 1 == max_tokens or self.pos - len(ahead) >= self.max_positions:
-                break
-            if not ahead and resident:
-                n = min(self.resident_steps, max_tokens - 1 - i, self.max_positions - self.pos)
-                ahead = self._steps_on_gpu(tok, n, functools.partial(before_step, i))
-            elif not ahead:
-                before(i)
-                out = self._step([tok], argmax=greedy)
-                ahead = [out if greedy else sample(last_row(out), s, rng)]
-            tok = ahead.pop(0)
-        if ahead:  # stopped inside a block: forget the positions fed after the last token kept
-            self.rewind(self.pos - len(ahead))
+                gen.tokens.append(tok)
+                if decode is not None:
+                    new_text = decode(gen.tokens)
+                    if new_text.endswith("\ufffd") and i + 1 < max_tokens:
+                        new_text = text  # an unfinished UTF-8 sequence: wait for its next bytes
+                    piece, text = new_text[len(text):], new_text
+                    hit = [text.index(x) for x in stop_strings if x in text]
+                    if hit:
+                        cut = min(hit)
+                        piece = piece[: max(0, len(piece) - (len(text) - cut))]
+                        text = text[:cut]
+                        if on_token and piece:
+                            on_token(tok, piece)
+                        gen.stop_reason = "stop_string"
+                        break
+                    if on_token:
+                        on_token(tok, piece)
+                elif on_token:
+                    on_token(tok, "")
+                decoded = self.pos - len(ahead) - (blocks.steps_in_flight if blocks is not None else 0)
+                if i + 1 == max_tokens or decoded >= self.max_positions:
+                    break
+                if not ahead and resident:
+                    if blocks is None:
+                        blocks = ResidentBlocks(self, max_tokens - 1 - i, before)
+                    ahead = blocks.take(tok, i)  # before(i + j) runs before the block's step j
+                elif not ahead:
+                    before(i)
+                    out = self._step([tok], argmax=greedy)
+                    ahead = [out if greedy else sample(last_row(out), s, rng)]
+                tok = ahead.pop(0)
+        except BaseException:  # the caller's callback, or a second device loss: the cache stays consistent
+            with contextlib.suppress(Exception):
+                self._end_blocks(ahead, blocks)
+            raise
+        self._end_blocks(ahead, blocks)
         gen.decode_s = time.perf_counter() - t1
         gen.text = text
         gen.recoveries = self.recoveries[start:]

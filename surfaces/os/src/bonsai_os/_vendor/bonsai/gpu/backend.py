@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from ..errors import BonsaiError
 from .limits import Limits
@@ -69,6 +69,25 @@ def texture_rows(words: int) -> int:
     return max(1, -(-words // TEXTURE_ROW_WORDS))
 
 
+class PendingRead:
+    """A readback started by `read_soon`: `result(use)` waits for its bytes and returns `use` of them (a
+    view valid only inside the call). Taken once."""
+
+    def __init__(self, finish: Callable[[Callable[[memoryview], Any]], Any]) -> None:
+        self._finish: Callable[[Callable[[memoryview], Any]], Any] | None = finish
+
+    def result(self, use: Callable[[memoryview], T]) -> T:
+        if self._finish is None:
+            raise RuntimeError("PendingRead.result: this read was already taken")
+        finish, self._finish = self._finish, None
+        return cast(T, finish(use))
+
+
+def ready_read(data: bytes) -> PendingRead:
+    """A `PendingRead` of bytes already read (backends that cannot leave a read in flight)."""
+    return PendingRead(lambda use: use(memoryview(data)))
+
+
 class GpuValidationError(BonsaiError):
     """The GPU rejected recorded work (WebGPU validation); the message is the driver's, with the label."""
 
@@ -105,6 +124,12 @@ class GpuBackend(Protocol):
     def read_with(self, buf: Any, nbytes: int, use: Callable[[memoryview], T], offset: int = 0) -> T:
         """`use` applied to `nbytes` of `buf` from `offset`, read back after all recorded work: a view valid
         only inside the call (the native backend lends the mapped readback memory: no copy)."""
+        ...
+
+    def read_soon(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """Start reading `nbytes` of `buf` from `offset` after all recorded work and return at once: work
+        recorded afterwards neither waits for the read nor delays it (the native backend; the browser's
+        reads now)."""
         ...
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
 from . import pass_ops
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, T, WordTexture, round_up
+from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, PendingRead, T, WordTexture, round_up
 from .limits import native_limits
 from .recorder import Recorder
 from .transfer import HostPage, StagingRing
@@ -59,6 +59,7 @@ class Gpu(Recorder):
         self.direct_pass_calls = True  # dispatches through pass_ops.direct_ops (False: wgpu-py's methods)
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
+        self._soon_free: list[Any] = []  # MAP_READ buffers of `read_soon` not in use
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -219,6 +220,39 @@ class Gpu(Recorder):
             return use(rb.read_mapped(0, span, copy=False)[:size])
         finally:
             rb.unmap()
+
+    def read_soon(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """Start reading `nbytes` of `buf` from `offset` after everything recorded so far; return at once.
+
+        The copy into a MAP_READ buffer of its own is submitted and the buffer's map requested now, before
+        any later submit: wgpu-py's poll thread waits for the newest submission there is when a map is
+        requested, so a map asked for after the next block of work was submitted would wait for that block
+        too (bench/NOTES.md, session 20). The GPU runs what is recorded next while the read is on its way."""
+        self._untaped()
+        span = round_up(nbytes, 4)
+        if span > READBACK_MAX:
+            return PendingRead(lambda use: use(memoryview(self.read(buf, nbytes, offset))))
+        free = self._soon_free
+        rb = next((b for b in free if b.size >= span), None)
+        if rb is None:
+            rb = self._readback_buffer(1 << (max(span, 256) - 1).bit_length())
+        else:
+            free.remove(rb)
+        self._end_pass()
+        self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
+        self.flush()
+        mapped = rb.map_async(self._wgpu.MapMode.READ, 0, span)
+
+        def finish(use: Callable[[memoryview], T]) -> T:
+            try:
+                mapped.sync_wait()
+                return use(rb.read_mapped(0, span, copy=False)[:nbytes])
+            finally:
+                if rb.map_state == "mapped":
+                    rb.unmap()
+                free.append(rb)
+
+        return PendingRead(finish)
 
     def _readback_buffer(self, nbytes: int) -> Any:
         U = self._wgpu.BufferUsage

@@ -13,6 +13,7 @@ GPU kernels (grouped modes included). The API the engine uses is `bonsai.kv.KVCa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..gpu.params import ParamCache, StepParams
@@ -26,10 +27,26 @@ from .master import HostMaster
 from .mirrors import Mirrors
 from .residual import Residual
 from .slots import Slots
-from .staging import Rows, Staging, coalesce
+from .staging import Entry, Rows, Staging, coalesce
 from .store.scatter import Scatter
 from .store.store import Store
 from .windows import Windows
+
+
+class SyncInFlight:
+    """A sync whose readback is on its way (`KVCache.sync_host_soon`): `finish()` commits its rows, and every
+    sync started before it, and returns its `also` bytes."""
+
+    def __init__(self, cache: KVCache, entries: list[Entry], take: Callable[[], tuple[list[Rows], bytes]] | None,
+                 extra: bytes | None) -> None:
+        self.cache, self.entries, self.take, self.extra = cache, entries, take, extra
+
+    def finish(self) -> bytes:
+        if self.extra is None:
+            self.cache._finish_in_flight(self)
+        if self.extra is None:  # lost with its device (`restore`): its rows were never committed
+            raise KVError("a started sync was lost with its device; its rows are not in the host master")
+        return self.extra
 
 
 class KVCache:
@@ -101,6 +118,7 @@ class KVCache:
         self._windows = Windows(gpu, lay, self._slots, self._mirrors, self.residual, self._params, self._step,
                                 self._variant)
         self._handover: Handover | None = None  # made by the first `park`
+        self._in_flight: list[SyncInFlight] = []  # started syncs (`sync_host_soon`), oldest first: lost with the device
         if self.residual is not None:
             self.residual.bind(gpu, self._params, self._step, self._mirrors, self._scatter)
         self._appender = Appender(lay, self._staging, self._store, self._scatter, self._slots, self._mirrors,
@@ -197,6 +215,7 @@ class KVCache:
     def _unsynced(self, layer: int) -> bool:
         """Whether rows of `layer` were staged or parked since the last sync (its host copy is behind)."""
         parked = [e for entries, _ in self._handover.parked for e in entries] if self._handover is not None else []
+        parked += [e for sync in self._in_flight for e in sync.entries]
         return any(e.layer == layer for e in [*self._staging.pending, *parked])
 
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
@@ -208,6 +227,7 @@ class KVCache:
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
         min) overflows f16; nothing of that readback is committed then.
         """
+        self._finish_in_flight(None)
         rows: list[Rows] = []
         extra = b""
         if self._handover is not None and self._handover.parked:
@@ -215,14 +235,41 @@ class KVCache:
             also = None
 
         def commit(more: list[Rows]) -> None:  # the staged rows are views of the read-back memory: commit now
-            for entry, k_rows, v_rows in coalesce(rows + more):
-                self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
+            self._commit(rows + more)
 
         if also is not None or self._staging.pending or not rows:
             extra = self._staging.readback(also, commit) or extra
         else:
             commit([])
         return extra
+
+    def sync_host_soon(self, also: tuple[Any, int] | None = None) -> SyncInFlight:
+        """`sync_host` whose readback is started now and committed by the answer's `finish()` (which returns
+        the `also` bytes), so the next steps can be recorded while it is on its way. Only parked steps read
+        this way (rows staged since the last park sync now). Syncs finish in the order they started; a
+        plain `sync_host` finishes every one first."""
+        if self._handover is None or not self._handover.parked or self._staging.pending:
+            return SyncInFlight(self, [], None, self.sync_host(also))
+        entries, take = self._handover.start_readback(also)
+        sync = SyncInFlight(self, entries, take, None)
+        self._in_flight.append(sync)
+        return sync
+
+    def _finish_in_flight(self, upto: SyncInFlight | None) -> None:
+        """Commit started syncs, oldest first, up to `upto` (None: all)."""
+        while self._in_flight:
+            sync = self._in_flight[0]
+            assert sync.take is not None  # only started syncs are in flight
+            rows, sync.extra = sync.take()
+            del self._in_flight[0]
+            self._commit(rows)
+            if sync is upto:
+                return
+
+    def _commit(self, rows: list[Rows]) -> None:
+        """Read-back rows into the host master, in order; their windows' host pages marked stale."""
+        for entry, k_rows, v_rows in coalesce(rows):
+            self._slots.mark_stale(entry.layer, self.master.commit(entry, k_rows, v_rows, self.residual))
 
     def _put(self, layer: int, kind: Kind, pos: int, rows: Any) -> None:
         """Stored rows into the master, their windows' host pages marked stale (`NumpyKVCache.append_host`)."""

@@ -14,6 +14,7 @@ that room: q4res read 7.5 MB per 16 steps instead of 0.75 MB (bench/NOTES.md, se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..gpu.backend import round_up
@@ -67,14 +68,32 @@ class Handover:
     def readback(self, also: tuple[Any, int] | None) -> tuple[list[Rows], bytes]:
         """Every parked step's (entry, K rows, V rows), in booking order, and the `also` bytes: one read of
         the flag slots and the rows parked (not the room a step could have used)."""
+        size, parked = self._take(also)
+        return self._rows(parked, memoryview(self.gpu.read(self.buffer, size)), also)
+
+    def start_readback(self, also: tuple[Any, int] | None) -> tuple[list[Entry], Callable[[], tuple[list[Rows], bytes]]]:
+        """`readback` started now (`read_soon`): the parked steps' entries, and a call that waits for their
+        rows. The handover is empty at once: the next steps park into it while the read is on its way (the
+        read's copy is ordered before their copies)."""
+        size, parked = self._take(also)
+        pending = self.gpu.read_soon(self.buffer, size)
+        return [e for entries, _ in parked for e in entries], lambda: self._rows(parked, memoryview(pending.result(bytes)),
+                                                                                 also)
+
+    def _take(self, also: tuple[Any, int] | None) -> tuple[int, list[tuple[list[Entry], int]]]:
+        """Record the copy of `also` after the parked rows; (bytes to read, the parked steps); empty the handover."""
         tail = (self.rows_at + self.rows_used) * 4
         extra = round_up(also[1], 4) if also is not None else 0
         if also is not None:
             self.gpu.copy(also[0], 0, self.buffer, tail, extra)
-        raw = memoryview(self.gpu.read(self.buffer, tail + extra))
         parked, self.parked, self.rows_used = self.parked, [], 0
+        return tail + extra, parked
+
+    def _rows(self, parked: list[tuple[list[Entry], int]], raw: memoryview,
+              also: tuple[Any, int] | None) -> tuple[list[Rows], bytes]:
         out = []
         for j, (pending, rows) in enumerate(parked):
             flags = raw[j * self.flags_max * 4: (j + 1) * self.flags_max * 4].cast("I")
             out += self.staging.rows(pending, raw[rows * 4: (rows + self.rows_max) * 4], flags)
+        tail = raw.nbytes - (round_up(also[1], 4) if also is not None else 0)
         return out, (bytes(raw[tail: tail + also[1]]) if also is not None else b"")

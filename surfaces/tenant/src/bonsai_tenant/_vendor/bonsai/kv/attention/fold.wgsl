@@ -51,6 +51,16 @@ fn add64(dot: f32, d: u32,
     return s;
 }
 
+// dot + q[d] * (code d * ks[d] + km[d]) over the K_PER codes of K word wd (`word`), in order (K_GROUP_CACHE).
+fn add_codes(dot0: f32, wd: u32, word: u32) -> f32 {
+    var dot = dot0;
+    for (var e = 0u; e < K_PER; e = e + 1u) {
+        let d = wd * K_PER + e;
+        dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
+    }
+    return dot;
+}
+
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
@@ -59,13 +69,26 @@ fn score(r: u32, pos: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
     if (K_GROUP_CACHE) {  // each word's K_PER codes with the group's cached scales; k_elem's values and order
-        for (var wd = 0u; wd < K_VW; wd = wd + 1u) {
-            let word = kword(kb + wd);
-            for (var e = 0u; e < K_PER; e = e + 1u) {
-                let d = wd * K_PER + e;
-                dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
-            }
+        if (K_VW == 8u) {  // a row's eight words loaded before any is summed (add64's reason): one round trip
+            let w0 = kword(kb);
+            let w1 = kword(kb + 1u);
+            let w2 = kword(kb + 2u);
+            let w3 = kword(kb + 3u);
+            let w4 = kword(kb + 4u);
+            let w5 = kword(kb + 5u);
+            let w6 = kword(kb + 6u);
+            let w7 = kword(kb + 7u);
+            dot = add_codes(dot, 0u, w0);
+            dot = add_codes(dot, 1u, w1);
+            dot = add_codes(dot, 2u, w2);
+            dot = add_codes(dot, 3u, w3);
+            dot = add_codes(dot, 4u, w4);
+            dot = add_codes(dot, 5u, w5);
+            dot = add_codes(dot, 6u, w6);
+            dot = add_codes(dot, 7u, w7);
+            return dot * p.qk_scale;
         }
+        for (var wd = 0u; wd < K_VW; wd = wd + 1u) { dot = add_codes(dot, wd, kword(kb + wd)); }
         return dot * p.qk_scale;
     }
     if (K_BITS == 32u || K_C4 || K_ASYM) {
