@@ -39,6 +39,7 @@
 #   bench/device_run.sh final19 [N] # session 19: main (.before) and this tree's f32 decode at 1K beside llama.cpp tg128 at depth 1024, N rounds; final18's table
 #   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
 #   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
+#   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
 #   bench/device_run.sh s20q [N]    # session 20: q4res with 0 / 1 blocks ahead beside main's, f32; resident_profile
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
@@ -492,6 +493,18 @@ final20)
   done
   hf_table "$B"
   eight_k
+  ;;
+pair20)
+  # bench/device_run.sh pair20 [ROUNDS] (as s20): f32 and q4res in one process, ROUNDS (default 8) alternating rounds
+  # (kv_pair_bench.py), this tree (a block ahead) then main; llama.cpp tg128 at depth 1024 between and after
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  (cd bench && PYTHONPATH=$AFTER timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-8}" \
+      --out "$OUT/kv_pair_after.json" 2>&1 | grep -v -i warn | sed "s/^/this: /")
+  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128"
+  (cd .before/bench && PYTHONPATH=$B timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-8}" \
+      --out "$OUT/kv_pair_main.json" 2>&1 | grep -v -i warn | sed "s/^/main: /")
+  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128"
   ;;
 probe20)
   # bench/device_run.sh probe20 (as s20): kernel_probe at 1K, q4res of main and this tree, then f32 of this tree

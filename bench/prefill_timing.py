@@ -14,27 +14,33 @@ from bonsai.ops import tiled
 MATVEC = "matvec"
 
 
-def parse_kernels(text: str) -> list[tuple[str, tiled.Tile | None]]:
+PER_MATRIX = "per matrix"  # plain 'tiled': the runtime's choice of tile for each matrix (`tiled.tile_for`)
+
+
+def parse_kernels(text: str) -> list[tuple[str, tiled.Tile | str | None]]:
     """'tiled,matvec,tiled:64x64x8' -> [(label, tile)]: tile None is the matvec (the old path); plain
-    'tiled' is the runtime's default tile."""
-    out: list[tuple[str, tiled.Tile | None]] = []
+    'tiled' is the runtime's default (PER_MATRIX, or the tile `tiled.TILE` sets)."""
+    out: list[tuple[str, tiled.Tile | str | None]] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if part == MATVEC:
             out.append((MATVEC, None))
+        elif part == "tiled" and tiled.TILE is None:
+            out.append((f"tiled {PER_MATRIX}", PER_MATRIX))
         elif part == "tiled" or part.startswith("tiled:"):
             tile = tiled.Tile.parse(part.split(":", 1)[1]) if ":" in part else tiled.TILE
+            assert tile is not None
             out.append((f"tiled {tile.bm}x{tile.bn}x{tile.tm}", tile))
         else:
             raise SystemExit(f"--prefill-kernels: unknown kernel {part!r} (tiled, tiled:BMxBNxTM, matvec)")
     return out
 
 
-def use(tile: tiled.Tile | None, min_tokens: int | None) -> None:
-    """Make batches take `tile` (None: the matvec for every batch)."""
+def use(tile: tiled.Tile | str | None, min_tokens: int | None) -> None:
+    """Make batches take `tile` (None: the matvec for every batch; PER_MATRIX: the runtime's choice)."""
     if tile is None:
         tiled.MIN_TOKENS = None
     else:
-        tiled.TILE, tiled.MIN_TOKENS = tile, min_tokens
+        tiled.TILE, tiled.MIN_TOKENS = (None if tile == PER_MATRIX else tile), min_tokens
 
 
 def time_one(engine, ids: list[int]) -> tuple[float, int, int]:
@@ -48,7 +54,7 @@ def time_one(engine, ids: list[int]) -> tuple[float, int, int]:
     return dt, engine.gpu.dispatch_count - d0, tok
 
 
-def compare(engine, ids: list[int], kernels: list[tuple[str, tiled.Tile | None]], repeats: int) -> list[dict]:
+def compare(engine, ids: list[int], kernels: list[tuple[str, tiled.Tile | str | None]], repeats: int) -> list[dict]:
     """One row per kernel: best and median tok/s over `repeats` interleaved rounds, dispatches per
     prefill token, the argmax id it prefilled to."""
     default = (tiled.TILE, tiled.MIN_TOKENS)

@@ -198,3 +198,22 @@ def test_tiled_mutant_is_caught(gpu, monkeypatch, what, old, new, check):
     assert check(gpu), "the unmutated kernel must pass the check"
     patch_shader(monkeypatch, gpu, "matmul_tiled.wgsl", old, new)
     assert not check(gpu), f"mutation not caught: {what}"
+
+
+@pytest.mark.usefixtures("always_tiled")
+def test_each_matrix_takes_its_tile_and_both_match_the_reference(gpu, monkeypatch):
+    """Without a TILE set, a matrix with more rows than columns (QKV, gate/up) runs eight rows per invocation,
+    the rest (wo, down) four; both products stay within the reference's bound."""
+    monkeypatch.setattr(tiled, "TILE", None)
+    compiled = []
+    real = gpu.kernel
+    monkeypatch.setattr(gpu, "kernel", lambda *a, **k: compiled.append(k.get("TM")) or real(*a, **k))
+    for rows, cols, tm in ((96, 64, 8), (64, 96, 4)):
+        raw, m = _upload(gpu, "Q4_1", rows, cols, seed=rows)
+        assert tiled.tile_for(m) == (tiled.WIDE if tm == 8 else tiled.NARROW)
+        x = np.random.default_rng(rows).standard_normal((40, cols)).astype(np.float32)
+        got, rest = _run_framed(gpu, m, x)
+        assert _within_bound(raw, "Q4_1", x, got) and np.all(rest == SENTINEL)
+        assert compiled[-1] == tm
+    monkeypatch.setattr(tiled, "TILE", tiled.Tile(32, 32, 4))  # a tile set for every matrix wins
+    assert tiled.tile_for(m) == tiled.Tile(32, 32, 4)
