@@ -40,6 +40,7 @@
 #   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
 #   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
+#   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
 #   bench/device_run.sh s20q [N]    # session 20: q4res with 0 / 1 blocks ahead beside main's, f32; resident_profile
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
@@ -505,6 +506,23 @@ pair20)
   (cd .before/bench && PYTHONPATH=$B timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-8}" \
       --out "$OUT/kv_pair_main.json" 2>&1 | grep -v -i warn | sed "s/^/main: /")
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128"
+  ;;
+prefill20)
+  # bench/device_run.sh prefill20 (as s20): prefill 512 by tile (per matrix, 64x64x4, 64x64x8; 5 interleaved rounds),
+  # f32 and q4res, main's q4res beside; the prompt step's phases; llama.cpp pp512 at depth 0 and 1024
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
+        --new-tokens 16 --prefill-kernels tiled,tiled:64x64x4,tiled:64x64x8 --prefill-repeats 5 --kv $kv \
+        --out "$OUT/prefill_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$kv: /"
+    PYTHONPATH=$AFTER timeout 100 python3 bench/prefill_profile.py --model $M --kv $kv --top 0 \
+        --out "$OUT/phases_$kv.json" 2>&1 | grep "prefill:" | sed "s/^/$kv phases: /"
+  done
+  BENCH=.before/bench PYTHONPATH=$B timeout 100 python3 .before/bench/decode_bench.py --model $M --no-reference \
+      --prompt-tokens 64 --new-tokens 16 --prefill-kernels tiled --prefill-repeats 5 --kv q4res \
+      --out "$OUT/prefill_main_q4res.json" 2>&1 | grep -E "^tiled" | sed "s/^/main q4res: /"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
   ;;
 probe20)
   # bench/device_run.sh probe20 (as s20): kernel_probe at 1K, q4res of main and this tree, then f32 of this tree

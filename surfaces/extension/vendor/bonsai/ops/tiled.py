@@ -60,7 +60,20 @@ class Tile:
         return tile
 
 
-TILE = Tile()
+# The tile of a matrix (`tile_for`): eight rows per invocation where the matrix has more rows than columns
+# (the default model's QKV and gate/up: 68-70 / 108-110 us against 77-79 / 141-143 with four, roofline
+# probe at 512 tokens on the H200), four elsewhere (wo, down: four rows' twice as many invocations per
+# workgroup hide more latency in their 72 workgroups; 66-71 / 135-137 us against 67-69 / 139-149).
+# bench/NOTES.md, session 20. Per matrix, not per batch: warm-up compiles every kernel a request meets.
+NARROW, WIDE = Tile(64, 64, 4), Tile(64, 64, 8)
+TILE: Tile | None = None  # a tile for every matrix (tests, benches); None: `tile_for`'s choice
+
+
+def tile_for(m: Any) -> Tile:
+    """The tile the tiled kernel runs matrix `m` with: TILE where set, else WIDE or NARROW by its shape."""
+    if TILE is not None:
+        return TILE
+    return WIDE if m.rows > m.cols else NARROW
 # Batches of at least this many tokens go tiled; None: never (the matvec only). On since session 10: with
 # its accumulators in named vectors the tiled kernel runs the default model's 512-token matmuls 4-7x
 # faster than before on the H200 (bench/roofline_probe.py; bench/NOTES.md session 10); before that it
@@ -75,11 +88,13 @@ def applies(m: Any, t: int, norm: bool) -> bool:
 
 
 def kernel(gpu: Any, m: Any, accum: bool, out: int) -> Any:
-    TILE.check(gpu.limits.max_invocations)
-    return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=TILE.bm, BN=TILE.bn, TM=TILE.tm,
+    tile = tile_for(m)
+    tile.check(gpu.limits.max_invocations)
+    return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
                       ACCUM=accum, OUT=out)
 
 
 def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int) -> None:
     """Record the tiled product; `buffers` as matmul.wgsl binds them, without the norm weights."""
-    gpu.dispatch(kernel(gpu, m, accum, out), buffers, (-(-m.rows // TILE.bm), -(-t // TILE.bn)))
+    tile = tile_for(m)
+    gpu.dispatch(kernel(gpu, m, accum, out), buffers, (-(-m.rows // tile.bm), -(-t // tile.bn)))

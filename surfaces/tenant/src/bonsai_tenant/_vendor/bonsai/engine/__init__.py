@@ -7,7 +7,8 @@ the native backend and is never imported from here):
                          | "f32" | "q4res" | "q8" | ..., window=2048, vram_budget=None,
                          max_positions=2048, batch=None (512 on a GPU, 128 on a CPU adapter),
                          progress=True, cache_factory=None,
-                         resident_steps=16, warm_up=False)  # None -> default model; warm_up=True
+                         resident_steps=16, blocks_ahead=None (1 on a GPU, 0 on a CPU adapter),
+                         warm_up=False)  # None -> default model; warm_up=True
                          # compiles every kernel a request needs at load (warmup.py; the CLI does)
     engine = Engine(reader, cfg, gpu, **same options)  # any GpuBackend (e.g. bonsai.gpu.browser.BrowserGpu);
                                                        # cache_factory None -> bonsai.kv.cache.KVCache
@@ -30,6 +31,9 @@ and the step is retried once on a new device of the same backend (`type(engine.g
 Greedy `generate` decodes `resident_steps` steps per readback where the cache allows it (no VRAM
 budget): each step embeds the id the previous argmax left on the GPU, the KV rows wait on the GPU
 (`KVCache.park`), a stop inside a block rewinds exactly, and a loss re-runs the block from the master.
+With `blocks_ahead=1` the next block is recorded before the last one's readback is waited for
+(`resident.ResidentBlocks`): the GPU keeps working while the host takes the rows; a stop then rewinds
+up to 2 x resident_steps - 1 steps decoded past it.
 """
 
 from .engine import Engine, Generation
