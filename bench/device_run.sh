@@ -67,6 +67,10 @@ quick_decode() {
       --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 "$@" \
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
+# llama_tg LABEL: llama.cpp's tg128 at depth 1024 (-r 3), its row prefixed with LABEL (the rounds of final19, s20, ...)
+llama_tg() {
+  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" | sed "s/^/$1: /"
+}
 # row PYTHONPATH NAME ARGS...: one decode_bench row with the mode's $K1 (the final* and s17 modes), its line
 row() {
   path=$1; name=$2; shift 2
@@ -458,8 +462,7 @@ final19)
   for round in $(seq "${2:-3}"); do
     quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
     quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
-    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
-        | sed "s/^/llama r$round: /"
+    llama_tg "llama r$round"
   done
   hf_table "$B"
   eight_k
@@ -476,8 +479,7 @@ s20)
     quick_decode "$AFTER" "f32_ahead1_$round" 1024 --kv f32 --blocks-ahead 1 --label "f32 ahead 1 r$round"
     quick_decode "$AFTER" "f32_ahead1_k8_$round" 1024 --kv f32 --blocks-ahead 1 --resident-steps 8 --label "f32 ahead 1 k8 r$round"
     quick_decode "$AFTER" "q4res_ahead1_$round" 1024 --kv q4res --blocks-ahead 1 --label "q4res ahead 1 r$round"
-    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
-        | sed "s/^/llama r$round: /"
+    llama_tg "llama r$round"
   done
   ;;
 final20)
@@ -489,8 +491,7 @@ final20)
     BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
     quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
     quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
-    timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" \
-        | sed "s/^/llama r$round: /"
+    llama_tg "llama r$round"
   done
   hf_table "$B"
   eight_k
@@ -502,10 +503,10 @@ pair20)
   B=$PWD/.site:$PWD/.before/runtime
   (cd bench && PYTHONPATH=$AFTER timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-8}" \
       --out "$OUT/kv_pair_after.json" 2>&1 | grep -v -i warn | sed "s/^/this: /")
-  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128"
+  llama_tg llama
   (cd .before/bench && PYTHONPATH=$B timeout 200 python3 kv_pair_bench.py --model $M --rounds "${2:-8}" \
       --out "$OUT/kv_pair_main.json" 2>&1 | grep -v -i warn | sed "s/^/main: /")
-  timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128"
+  llama_tg llama
   ;;
 prefill20)
   # bench/device_run.sh prefill20 (as s20): prefill 512 by tile (per matrix, 64x64x4, 64x64x8; 5 interleaved rounds),
