@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ..config import ModelConfig
 from ..gguf import GGUFReader
@@ -20,6 +20,8 @@ from .recovery import LossWatch, is_device_lost
 from .resident import ResidentBlocks
 from .sampler import Sampling, last_row, sample
 from .weights import Weights, upload_weights
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -129,24 +131,35 @@ class Engine:
         self.recoveries.append(took)
         return took
 
-    def _step(self, ids: list[int], *, all_logits: bool = False, argmax: bool = False) -> Any:
-        """One forward at self.pos (retried once on a new device if the device is lost): the logits
-        (all rows, or the last), or with argmax=True the last row's argmax id, computed on the GPU."""
+    def with_recovery(self, run: Callable[[], T], after: Callable[[], None] | None = None) -> T:
+        """`run()`, and once more on a new device (`recover`, then `after()`) if the device was lost in it."""
         for attempt in (0, 1):
             try:
-                self._watch.check()  # a loss logged since the last step: the cache may be stale
-                self.model.record(ids, self.pos, all_logits=all_logits)
-                if argmax:  # the id rides along with the host-master readback
-                    out: Any = self.model.token_from(self.cache.sync_host(also=(self.model.act.token, 4)))
-                else:
-                    self.cache.sync_host()
-                    out = self.model.read_logits(len(ids) if all_logits else 1)
-                self._watch.check()  # reads may return zeros rather than raise on a lost device
-                break
+                return run()
             except Exception as exc:
                 if attempt or not is_device_lost(self.gpu, exc):
                     raise
                 self.recover()
+                if after is not None:
+                    after()
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _step(self, ids: list[int], *, all_logits: bool = False, argmax: bool = False) -> Any:
+        """One forward at self.pos (retried once on a new device if the device is lost): the logits
+        (all rows, or the last), or with argmax=True the last row's argmax id, computed on the GPU."""
+        def run() -> Any:
+            self._watch.check()  # a loss logged since the last step: the cache may be stale
+            self.model.record(ids, self.pos, all_logits=all_logits)
+            out: Any
+            if argmax:  # the id rides along with the host-master readback
+                out = self.model.token_from(self.cache.sync_host(also=(self.model.act.token, 4)))
+            else:
+                self.cache.sync_host()
+                out = self.model.read_logits(len(ids) if all_logits else 1)
+            self._watch.check()  # reads may return zeros rather than raise on a lost device
+            return out
+
+        out = self.with_recovery(run)
         self.fed[self.pos :] = ids
         self.pos += len(ids)
         return out

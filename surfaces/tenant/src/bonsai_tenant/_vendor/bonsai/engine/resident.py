@@ -56,26 +56,23 @@ class ResidentBlocks:
         A device loss re-runs from the host master, exact up to this block's start, so the ids are those
         of an uninterrupted run."""
         e = self.engine
-        block = self.in_flight
-        start = block.start if block is not None else e.pos
+        start = self.in_flight.start if self.in_flight is not None else e.pos
         budget = self.budget + self.steps_in_flight
-        for attempt in (0, 1):
-            try:
-                if block is None:
-                    block = self._launch(tok, index)
-                    if block is None:
-                        raise ValueError("ResidentBlocks.take: no step is left in the budget or the cache")
-                self.in_flight = self._launch(None, index + block.n) if self.ahead else None
-                raw = block.sync.finish()
-                e._watch.check()  # reads may return zeros rather than raise on a lost device
-                break
-            except Exception as exc:
-                if attempt or not is_device_lost(e.gpu, exc):
-                    raise
-                e.recover()
-                e.rewind(start)
-                self.budget, self.in_flight, block = budget, None, None
-        assert block is not None
+
+        def run() -> tuple[Block, bytes]:
+            block = self.in_flight or self._launch(tok, index)
+            if block is None:
+                raise ValueError("ResidentBlocks.take: no step is left in the budget or the cache")
+            self.in_flight = self._launch(None, index + block.n) if self.ahead else None
+            raw = block.sync.finish()
+            e._watch.check()  # reads may return zeros rather than raise on a lost device
+            return block, raw
+
+        def start_over() -> None:  # the host master is exact up to `start`: the block runs again from there
+            e.rewind(start)
+            self.budget, self.in_flight = budget, None
+
+        block, raw = e.with_recovery(run, start_over)
         out = list(struct.unpack(f"<{block.n}I", raw[4: 4 * (1 + block.n)]))
         e.fed[block.start:] = [tok, *out[:-1]]
         return out
