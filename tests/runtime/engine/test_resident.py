@@ -10,7 +10,7 @@ from bonsai.engine.forward import GpuModel
 from bonsai.engine.native import load_engine
 from bonsai.engine.resident import ResidentBlocks
 from bonsai.gpu.backend import PendingRead
-from bonsai.kv.errors import KVError
+from bonsai.kv.errors import KVError, NonFiniteKVError
 from bonsai.kv.handover import Handover
 from bonsai.kv.master import HostMaster
 from tests.helpers.synthetic import write_tiny_gguf
@@ -251,3 +251,56 @@ def test_blocks_ahead_defaults_to_none_on_a_cpu_adapter_and_checks_its_value(gpu
     assert eng.blocks_ahead == (0 if gpu.is_cpu else 1)
     with pytest.raises(ValueError, match="blocks_ahead must be 0 or 1"):
         load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=128, progress=False, blocks_ahead=2)
+
+
+def test_refused_rows_with_a_block_in_flight_leave_the_engine_usable(engine, monkeypatch):
+    """The third block's rows are refused (NonFiniteKVError) while the fourth is in flight: generate raises,
+    nothing of either block reaches the master, positions end where the master does, and the next run
+    gives the tokens of a run that never failed."""
+    one = _run(engine, 1)
+    real = Handover._rows
+    calls = []
+
+    def refuse_third(self, parked, raw, also):  # one call per block read back
+        calls.append(1)
+        if len(calls) == 3:
+            raise NonFiniteKVError("layer 0 position 40 K head 0: injected by the test")
+        return real(self, parked, raw, also)
+
+    monkeypatch.setattr(Handover, "_rows", refuse_third)
+    with pytest.raises(NonFiniteKVError, match="injected"):
+        _run(engine, 16, ahead=1)
+    assert engine.cache._in_flight == [] and engine.pos == len(engine.fed) == len(PROMPT) + 2 * 16
+    assert min(engine.cache.length) >= engine.pos or engine.cache.layout.mode.grouped
+    monkeypatch.setattr(Handover, "_rows", real)
+    assert _run(engine, 16, ahead=1) == one
+
+
+def test_a_failed_sync_left_in_flight_is_caught(engine, monkeypatch):
+    """Mutation: a sync whose rows were refused stays first in flight (and the one after it too): every later
+    sync tries it again and the engine is stuck."""
+    real = Handover._rows
+    calls = []
+
+    def refuse_third(self, parked, raw, also):
+        calls.append(1)
+        if len(calls) == 3:
+            raise NonFiniteKVError("injected by the test")
+        return real(self, parked, raw, also)
+
+    def keep_failed(self, upto):
+        while self._in_flight:
+            sync = self._in_flight[0]
+            rows, sync.extra = sync.take()
+            del self._in_flight[0]
+            self._commit(rows)
+            if sync is upto:
+                return
+
+    monkeypatch.setattr(Handover, "_rows", refuse_third)
+    monkeypatch.setattr(cache_module.KVCache, "_finish_in_flight", keep_failed)
+    with pytest.raises(NonFiniteKVError):
+        _run(engine, 16, ahead=1)
+    monkeypatch.setattr(Handover, "_rows", real)
+    with pytest.raises(RuntimeError, match="already taken"):
+        _run(engine, 16, ahead=1)
