@@ -72,7 +72,12 @@ class ResidentBlocks:
             e.rewind(start)
             self.budget, self.in_flight = budget, None
 
-        block, raw = e.with_recovery(run, start_over)
+        try:
+            block, raw = e.with_recovery(run, start_over)
+        except BaseException:  # refused rows (NonFiniteKVError), a second loss: the master ends at `start`
+            self.in_flight = None
+            e.rewind(start)
+            raise
         out = list(struct.unpack(f"<{block.n}I", raw[4: 4 * (1 + block.n)]))
         e.fed[block.start:] = [tok, *out[:-1]]
         return out
@@ -106,6 +111,7 @@ class ResidentBlocks:
             block.sync.finish()
         except Exception as exc:
             if not is_device_lost(e.gpu, exc):
+                e.rewind(block.start)  # its rows were refused: the master ends at its start
                 raise
             e.recover()  # the master is exact up to the block's start, where the caller rewinds to
         return block.n

@@ -44,8 +44,9 @@ class SyncInFlight:
     def finish(self) -> bytes:
         if self.extra is None:
             self.cache._finish_in_flight(self)
-        if self.extra is None:  # lost with its device (`restore`): its rows were never committed
-            raise KVError("a started sync was lost with its device; its rows are not in the host master")
+        if self.extra is None:  # dropped: lost with its device (`restore`), or an earlier sync failed
+            raise KVError("a started sync was dropped (its device was lost, or a sync before it failed); its rows "
+                          "are not in the host master")
         return self.extra
 
 
@@ -258,10 +259,13 @@ class KVCache:
     def _finish_in_flight(self, upto: SyncInFlight | None) -> None:
         """Commit started syncs, oldest first, up to `upto` (None: all)."""
         while self._in_flight:
-            sync = self._in_flight[0]
+            sync = self._in_flight.pop(0)
             assert sync.take is not None  # only started syncs are in flight
-            rows, sync.extra = sync.take()
-            del self._in_flight[0]
+            try:
+                rows, sync.extra = sync.take()
+            except BaseException:  # refused rows (NonFiniteKVError) or a lost device: the later syncs'
+                self._in_flight.clear()  # rows follow these, so none of them is committed either
+                raise
             self._commit(rows)
             if sync is upto:
                 return
