@@ -39,6 +39,7 @@
 #   bench/device_run.sh final19 [N] # session 19: main (.before) and this tree's f32 decode at 1K beside llama.cpp tg128 at depth 1024, N rounds; final18's table
 #   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
 #   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
+#   bench/device_run.sh k820 [N]    # session 20: a block ahead, 16 against 8 steps a block (f32, q4res)
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
@@ -495,6 +496,17 @@ final20)
   done
   hf_table "$B"
   eight_k
+  ;;
+k820)
+  # bench/device_run.sh k820 [ROUNDS] (as s20): a block ahead, 16 against 8 steps a block (f32, q4res), ROUNDS (default 4)
+  M=$(model_and_peer)
+  for round in $(seq "${2:-4}"); do
+    for kv in f32 q4res; do
+      quick_decode "$AFTER" "${kv}_k16_$round" 1024 --kv $kv --blocks-ahead 1 --resident-steps 16 --label "$kv k16 r$round"
+      quick_decode "$AFTER" "${kv}_k8_$round" 1024 --kv $kv --blocks-ahead 1 --resident-steps 8 --label "$kv k8 r$round"
+    done
+  done
+  llama_tg llama
   ;;
 pair20)
   # bench/device_run.sh pair20 [ROUNDS] (as s20): f32 and q4res in one process, ROUNDS (default 8) alternating rounds
