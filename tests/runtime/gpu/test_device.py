@@ -65,6 +65,24 @@ def test_a_read_after_recorded_work_submits_once(gpu, monkeypatch):
     assert len(submits) == 2
 
 
+@pytest.mark.parametrize("readback_max", [1 << 26, 64], ids=["kept buffers", "above READBACK_MAX"])
+def test_read_soon_gives_the_bytes_as_they_were_when_it_started(gpu, monkeypatch, readback_max):
+    """A read started by `read_soon` sees the buffer before what is recorded after it (a write here), both
+    through its own MAP_READ buffers and, past READBACK_MAX, through a plain read made at once."""
+    import bonsai.gpu.device as device
+
+    if not hasattr(gpu, "_soon_free"):
+        pytest.skip("the native backend's read_soon")
+    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    old, new = np.arange(64, dtype=np.uint32), np.arange(64, 128, dtype=np.uint32)
+    buf = gpu.upload(old)
+    pending = gpu.read_soon(buf, old.nbytes)
+    gpu.write(buf, new)
+    assert pending.result(bytes) == old.tobytes() and gpu.read(buf, new.nbytes) == new.tobytes()
+    with pytest.raises(RuntimeError, match="already taken"):
+        pending.result(bytes)
+
+
 def test_write_at_offset_changes_only_that_range(gpu):
     buf = gpu.upload(np.zeros(16, np.uint32))
     gpu.write(buf, np.array([7, 8], np.uint32), offset=8)
