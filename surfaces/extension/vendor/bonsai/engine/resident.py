@@ -29,7 +29,6 @@ class Block:
 
     start: int  # position of its first step
     n: int  # steps
-    index: int  # `before`'s number of its first step
     sync: Any  # the cache's `SyncInFlight`: its rows and ids
 
 
@@ -99,7 +98,7 @@ class ResidentBlocks:
             e.model.record([0], start + j, all_logits=False, from_token=True, hist=j, park=True)
         sync = e.cache.sync_host_soon(also=(token, 4 * (1 + n)))
         e.pos, self.budget = start + n, self.budget - n
-        return Block(start, n, index, sync)
+        return Block(start, n, sync)
 
     def close(self) -> int:
         """Commit the block still in flight (its rows reach the host master); the steps it held."""

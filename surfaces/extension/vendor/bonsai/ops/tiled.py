@@ -74,6 +74,8 @@ def tile_for(m: Any) -> Tile:
     if TILE is not None:
         return TILE
     return WIDE if m.rows > m.cols else NARROW
+
+
 # Batches of at least this many tokens go tiled; None: never (the matvec only). On since session 10: with
 # its accumulators in named vectors the tiled kernel runs the default model's 512-token matmuls 4-7x
 # faster than before on the H200 (bench/roofline_probe.py; bench/NOTES.md session 10); before that it
@@ -87,8 +89,7 @@ def applies(m: Any, t: int, norm: bool) -> bool:
     return MIN_TOKENS is not None and t >= MIN_TOKENS and m.tex is None and not norm and m.cols % 32 == 0
 
 
-def kernel(gpu: Any, m: Any, accum: bool, out: int) -> Any:
-    tile = tile_for(m)
+def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile) -> Any:
     tile.check(gpu.limits.max_invocations)
     return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
                       ACCUM=accum, OUT=out)
@@ -97,4 +98,4 @@ def kernel(gpu: Any, m: Any, accum: bool, out: int) -> Any:
 def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int) -> None:
     """Record the tiled product; `buffers` as matmul.wgsl binds them, without the norm weights."""
     tile = tile_for(m)
-    gpu.dispatch(kernel(gpu, m, accum, out), buffers, (-(-m.rows // tile.bm), -(-t // tile.bn)))
+    gpu.dispatch(kernel(gpu, m, accum, out, tile), buffers, (-(-m.rows // tile.bm), -(-t // tile.bn)))

@@ -14,7 +14,16 @@ from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
 from . import pass_ops
-from .backend import TEXTURE_ROW_BYTES, TEXTURE_ROW_WORDS, Kernel, PendingRead, T, WordTexture, round_up
+from .backend import (
+    TEXTURE_ROW_BYTES,
+    TEXTURE_ROW_WORDS,
+    Kernel,
+    PendingRead,
+    T,
+    WordTexture,
+    ready_read,
+    round_up,
+)
 from .limits import native_limits
 from .recorder import Recorder
 from .transfer import HostPage, StagingRing
@@ -231,8 +240,8 @@ class Gpu(Recorder):
         while the read is on its way."""
         self._untaped()
         span = round_up(nbytes, 4)
-        if span > READBACK_MAX:
-            return PendingRead(lambda use: use(memoryview(self.read(buf, nbytes, offset))))
+        if span > READBACK_MAX:  # no kept buffer that large: read now (later work must not change what is read)
+            return ready_read(self.read(buf, nbytes, offset))
         free = self._soon_free
         rb = next((b for b in free if b.size >= span), None)
         if rb is None:
