@@ -40,6 +40,7 @@
 #   bench/device_run.sh s20 [N]     # session 20: main, this tree's f32 with 0 / 1 blocks ahead (16, 8 steps), q4res, llama.cpp tg128 d1024
 #   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
 #   bench/device_run.sh k820 [N]    # session 20: a block ahead, 16 against 8 steps a block (f32, q4res)
+#   bench/device_run.sh where21     # session 21: a decode step by kernel (encoding apart), by the GPU's clock, llama.cpp
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
@@ -98,6 +99,18 @@ eight_k() {
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
 }
 case "$1" in
+where21)
+  # bench/device_run.sh where21 (after the part calls; carry .whl .gl .ll): a decode step at 1K (f32) by kernel with the
+  # pass's encoding timed apart (bench/kernel_probe.py), by the GPU's clock (bench/gpu_timeline.py), one decode row and
+  # llama.cpp's tg128 at depth 1024
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --out "$OUT/kp.json" \
+      2>&1 | grep -v -i warn | head -n 12
+  PYTHONPATH=$AFTER timeout 150 python3 bench/gpu_timeline.py --model $M --kv f32 --context 1024 --new-tokens 64 \
+      --out "$OUT/timeline_f32.json" 2>&1 | grep -iv warn
+  quick_decode "$AFTER" decode_f32 1024 --label "f32 1K"
+  llama_tg "llama"
+  ;;
 roofline)
   PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
   ;;
