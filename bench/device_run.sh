@@ -41,6 +41,7 @@
 #   bench/device_run.sh final20 [N] # session 20's head: final19's rounds (and q4res), table and 8K
 #   bench/device_run.sh k820 [N]    # session 20: a block ahead, 16 against 8 steps a block (f32, q4res)
 #   bench/device_run.sh where21     # session 21: a decode step by kernel (encoding apart), by the GPU's clock, llama.cpp
+#   bench/device_run.sh k21 [N]     # main against this tree by kernel, the head's norm apart or fused, decode rows
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
@@ -99,6 +100,27 @@ eight_k() {
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
 }
 case "$1" in
+k21)
+  # bench/device_run.sh k21 [ROUNDS] (as s20; .before = main): kernel_probe.py's decode step at 1K (f32), main and
+  # this tree alternating, ROUNDS (default 2); bench/head_probe.py; then ROUNDS rounds of decode at 1K (main's f32,
+  # this tree's f32 and q4res) beside llama.cpp's tg128 at depth 1024
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-2}"); do
+    for side in main this; do
+      R=$AFTER; [ $side = main ] && R=$B
+      PYTHONPATH=$R timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 \
+          --out "$OUT/kp_${side}_$round.json" 2>&1 | grep -v -i warn | grep "wgsl\|whole" | sed "s/^/$side r$round: /"
+    done
+  done
+  (cd bench && PYTHONPATH=$AFTER timeout 100 python3 head_probe.py --out "$OUT/head_probe.json" 2>&1 | grep -v -i warn)
+  for round in $(seq "${2:-2}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_this_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_this_$round" 1024 --kv q4res --label "this q4res r$round"
+    llama_tg "llama r$round"
+  done
+  ;;
 where21)
   # bench/device_run.sh where21 (after the part calls; carry .whl .gl .ll): a decode step at 1K (f32) by kernel with the
   # pass's encoding timed apart (bench/kernel_probe.py), by the GPU's clock (bench/gpu_timeline.py), one decode row and

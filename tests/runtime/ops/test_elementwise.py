@@ -64,8 +64,8 @@ def test_argmax_equals_numpy_including_ties(gpu):
     x[100] = x[40000] = x.max() + 1  # tie: lowest index wins
     assert host.argmax_run(gpu, x) == 100
     assert host.argmax_run(gpu, np.full(7, -np.inf, np.float32)) == 0
-    # ties inside one invocation's round of eight loads (indices 256 apart) and across rounds
-    for first, second in ((5, 5 + 3 * 256), (5 + 7 * 256, 5 + 8 * 256), (2047, 2048)):
+    # ties inside one invocation's round of sixteen loads (indices 256 apart) and across rounds
+    for first, second in ((5, 5 + 3 * 256), (5 + 15 * 256, 5 + 16 * 256), (4095, 4096)):
         y = x.copy()
         y[first] = y[second] = x.max() + 2
         assert host.argmax_run(gpu, y) == first
@@ -73,13 +73,13 @@ def test_argmax_equals_numpy_including_ties(gpu):
 
 @pytest.mark.parametrize(("old", "new"), [
     ("    for (; i < n; i += WG) { take(", "    for (; i < min(n, i); i += WG) { take("),
-    ("        take(v6, i + 6u * WG, &best, &idx);", "        take(v6, i + 5u * WG, &best, &idx);"),
+    ("        take(v13, i + 13u * WG, &best, &idx);", "        take(v13, i + 12u * WG, &best, &idx);"),
 ], ids=["drops the tail", "misnames an index"])
 def test_an_argmax_round_that_loses_or_misplaces_a_value_is_caught(gpu, monkeypatch, old, new):
     patch_shader(monkeypatch, gpu, "argmax.wgsl", old, new)
     x = RNG.standard_normal(49000).astype(np.float32)  # invocation 200's last values are in the tail
     wrong = 0
-    for peak in (6 * 256 + 3, 23 * 2048 + 200 + 2 * 256):  # in a round's slot 6; in the tail
+    for peak in (13 * 256 + 3, 11 * 4096 + 200 + 2 * 256):  # in a round's slot 13; in the tail
         y = x.copy()
         y[peak] = x.max() + 1
         wrong += host.argmax_run(gpu, y) != peak
