@@ -23,10 +23,11 @@ fn main(@builtin(local_invocation_index) li: u32) {
     let o = p[1];
     var best = -3.4e38;
     var idx = 0xffffffffu;
-    // Eight values loaded (written out, not in a loop) before they are compared: one memory round trip
-    // per eight instead of one per value (the 49,152-logit row: 44.6 us on the H200 one at a time, 11.9 us so).
+    // Sixteen values loaded (written out, not in a loop) before they are compared: one memory round trip
+    // per sixteen instead of one per value (the 49,152-logit row on the H200: 44.6 us one at a time, 11.9 us
+    // eight at a time, bench/NOTES.md).
     var i = li;
-    for (; i + 7u * WG < n; i += 8u * WG) {
+    for (; i + 15u * WG < n; i += 16u * WG) {
         let v0 = x[o + i + 0u * WG];
         let v1 = x[o + i + 1u * WG];
         let v2 = x[o + i + 2u * WG];
@@ -35,6 +36,14 @@ fn main(@builtin(local_invocation_index) li: u32) {
         let v5 = x[o + i + 5u * WG];
         let v6 = x[o + i + 6u * WG];
         let v7 = x[o + i + 7u * WG];
+        let v8 = x[o + i + 8u * WG];
+        let v9 = x[o + i + 9u * WG];
+        let v10 = x[o + i + 10u * WG];
+        let v11 = x[o + i + 11u * WG];
+        let v12 = x[o + i + 12u * WG];
+        let v13 = x[o + i + 13u * WG];
+        let v14 = x[o + i + 14u * WG];
+        let v15 = x[o + i + 15u * WG];
         take(v0, i + 0u * WG, &best, &idx);
         take(v1, i + 1u * WG, &best, &idx);
         take(v2, i + 2u * WG, &best, &idx);
@@ -43,6 +52,14 @@ fn main(@builtin(local_invocation_index) li: u32) {
         take(v5, i + 5u * WG, &best, &idx);
         take(v6, i + 6u * WG, &best, &idx);
         take(v7, i + 7u * WG, &best, &idx);
+        take(v8, i + 8u * WG, &best, &idx);
+        take(v9, i + 9u * WG, &best, &idx);
+        take(v10, i + 10u * WG, &best, &idx);
+        take(v11, i + 11u * WG, &best, &idx);
+        take(v12, i + 12u * WG, &best, &idx);
+        take(v13, i + 13u * WG, &best, &idx);
+        take(v14, i + 14u * WG, &best, &idx);
+        take(v15, i + 15u * WG, &best, &idx);
     }
     for (; i < n; i += WG) { take(x[o + i], i, &best, &idx); }
     bv[li] = best; bi[li] = idx;
