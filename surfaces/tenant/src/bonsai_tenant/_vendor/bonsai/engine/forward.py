@@ -77,9 +77,12 @@ class GpuModel:
         self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
         self.hist = gpu.buffer(16)  # (1,) u32: where argmax also writes this step's id (act.token[1 + it])
         self._hist_at = 0
-        # submit every N layers (0: one submit, one compute pass per step): lets the GPU start on the
-        # first layers while Python still records the rest (H200, bench/NOTES.md: 10 -> +19% decode)
-        self.submit_every = 10
+        # a decode step submits every N layers (0: one submit, one compute pass per step), so the GPU can start
+        # on its first layers while the rest is recorded: half the layers, two submits a step (H200, 30 layers,
+        # GPU-resident loop, bench/NOTES.md session 21: every 15 ahead of every 10 in 5 of 5 rounds alternating,
+        # 1.05-1.62x; every 0, one submit, ahead of 10 too; each submit costs the host a pass, an encoder and
+        # wgpu's per-submission work, and the GPU a gap)
+        self.submit_every = -(-cfg.n_layers // 2)
         # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
         # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
         self.batch_submit_every = BATCH_SUBMIT_EVERY
