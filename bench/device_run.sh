@@ -42,6 +42,9 @@
 #   bench/device_run.sh k820 [N]    # session 20: a block ahead, 16 against 8 steps a block (f32, q4res)
 #   bench/device_run.sh where21     # session 21: a decode step by kernel (encoding apart), by the GPU's clock, llama.cpp
 #   bench/device_run.sh k21 [N]     # main against this tree by kernel, the head's norm apart or fused, decode rows
+#   bench/device_run.sh blk21 [N]   # the blocks attention's positions per block (64, 128, 256) by kernel
+#   bench/device_run.sh spy21       # the decode loop's host time by function (py-spy --native; carry .spy)
+#   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
@@ -100,6 +103,40 @@ eight_k() {
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
 }
 case "$1" in
+sub21)
+  # bench/device_run.sh sub21 [ROUNDS] (after the part calls; carry .whl .gl): decode at 1K with a submit every 15, 10 and
+  # 0 (none inside a step) layers, in that order (`submit` runs them the other way round), ROUNDS (default 2)
+  M=$(model_and_peer)
+  for r in $(seq 1 "${2:-2}"); do
+    for every in 15 10 0; do
+      quick_decode "$AFTER" "sub21_${every}_$r" 1024 --submit-every $every --label "every $every r$r"
+    done
+  done
+  ;;
+spy21)
+  # bench/device_run.sh spy21 (after the part calls; carry .whl .gl .spy: .spy/py-spy from PyPI's py-spy wheel and a
+  # summariser of its collapsed stacks): where the host's time goes in decode_bench's GPU-resident loop (f32 at 1K,
+  # 512 new tokens), sampled with native frames
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 200 .spy/py-spy record -r 400 --native -f raw -o "$OUT/spy.txt" -- python3 \
+      bench/decode_bench.py --model "$M" --no-reference --prompt-tokens 1024 --new-tokens 512 --prefill-tokens 512 \
+      --prefill-kernels matvec --prefill-repeats 1 --kv f32 --out "$OUT/spy_decode.json" 2>&1 | grep -i "bonsai GPU\|error\|py-spy" | cut -c1-160
+  python3 .spy/summarize.py "$OUT/spy.txt" 40 60 "resident.py"  # the stacks inside the resident loop
+  ;;
+blk21)
+  # bench/device_run.sh blk21 [ROUNDS] (after the part calls; carry .whl .gl): kernel_probe.py's decode step at 1K
+  # (f32 and q4res) with 64, 128 and 256 positions a block of the blocks attention, alternating, ROUNDS (default 2)
+  M=$(model_and_peer)
+  for round in $(seq "${2:-2}"); do
+    for kv in f32 q4res; do
+      for block in 64 128 256; do
+        PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --context 1024 --reps 200 --kv $kv \
+            --block $block --out "$OUT/kp_${kv}_b${block}_$round.json" 2>&1 | grep -v -i warn \
+            | grep "blocks\|whole" | sed "s/^/$kv block $block r$round: /"
+      done
+    done
+  done
+  ;;
 k21)
   # bench/device_run.sh k21 [ROUNDS] (as s20; .before = main): kernel_probe.py's decode step at 1K (f32), main and
   # this tree alternating, ROUNDS (default 2); bench/head_probe.py; then ROUNDS rounds of decode at 1K (main's f32,
