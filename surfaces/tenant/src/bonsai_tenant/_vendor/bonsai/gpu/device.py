@@ -221,9 +221,7 @@ class Gpu(Recorder):
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
         rb = self._readback
-        self._end_pass()
-        self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
-        self.flush()
+        self._copy_out(buf, offset, rb, span)
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
         try:  # the mapped range itself (read_mapped's own copy, bytes() and a slice would be three)
             return use(rb.read_mapped(0, span, copy=False)[:size])
@@ -248,9 +246,7 @@ class Gpu(Recorder):
             rb = self._readback_buffer(1 << (max(span, 256) - 1).bit_length())
         else:
             free.remove(rb)
-        self._end_pass()
-        self._open_encoder().copy_buffer_to_buffer(buf, offset, rb, 0, span)
-        self.flush()
+        self._copy_out(buf, offset, rb, span)
         mapped = rb.map_async(self._wgpu.MapMode.READ, 0, span)
 
         def finish(use: Callable[[memoryview], T]) -> T:
@@ -263,6 +259,13 @@ class Gpu(Recorder):
                 free.append(rb)
 
         return PendingRead(finish)
+
+    def _copy_out(self, buf: Any, offset: int, rb: Any, span: int) -> None:
+        """Copy `span` bytes of `buf` from `offset` into the MAP_READ buffer `rb` after everything recorded so
+        far (in the open encoder: one submit for the work and the copy), and submit."""
+        self._end_pass()
+        self._encode_copy(self._open_encoder(), buf, offset, rb, 0, span)
+        self.flush()
 
     def _readback_buffer(self, nbytes: int) -> Any:
         U = self._wgpu.BufferUsage
