@@ -107,42 +107,56 @@ class Chromium:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/list", timeout=10) as response:
             return json.load(response)
 
+    def open_loaded_tab(self, page_url: str, timeout: float = 30) -> tuple[dict, str]:
+        """A new (active) tab on `page_url`, once its page has loaded: its DevTools target and its tab target
+        id. A toolbar click before the page commits is granted to the document the navigation then replaces
+        (seen under load), so a click waits for this."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?{page_url}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            page_target = json.load(response)
+        deadline = time.monotonic() + timeout
+        while True:  # the tab target appears once the page has committed
+            tabs = self.browser_call("Target.getTargets", {"filter": [{"type": "tab"}]})["targetInfos"]
+            tab = next((t for t in tabs if t["url"] == page_url), None)
+            if tab is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if tab is None:
+            raise RuntimeError(f"no tab target for {page_url}")
+        with Page(page_target["webSocketDebuggerUrl"]) as opened:
+            opened.wait_for(f"location.href === {json.dumps(page_url)} && document.readyState === 'complete'",
+                            max(1.0, deadline - time.monotonic()), f"{page_url} loaded")
+        return page_target, tab["targetId"]
+
+    def click_toolbar_button(self, tab_id: str) -> None:
+        """The extension's toolbar button clicked on tab `tab_id`, as a person does."""
+        self.browser_call("Extensions.triggerAction", {"id": self.id, "targetId": tab_id})
+
+    def close_tab(self, page_target: dict) -> None:
+        urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{page_target['id']}", timeout=10).close()
+
     @contextlib.contextmanager
     def side_panel(self, page_url: str, timeout: float = 30) -> Iterator[Page]:
         """Open `page_url` in a new tab and click the extension's toolbar button on it, as a person does:
         the window's side panel opens, or stays open (and the extension may read that tab: activeTab).
         Yields the panel's page; closes the tab on exit (the panel stays, as in the browser)."""
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?{page_url}", method="PUT")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            page_target = json.load(response)
+        deadline = time.monotonic() + timeout
+        page_target, tab_id = self.open_loaded_tab(page_url, timeout)
         panel_url = f"chrome-extension://{self.id}/panel.html"
         try:
-            deadline = time.monotonic() + timeout
-            while True:  # the tab target appears once the page has committed
-                tabs = self.browser_call("Target.getTargets", {"filter": [{"type": "tab"}]})["targetInfos"]
-                tab = next((t for t in tabs if t["url"] == page_url), None)
-                if tab is not None or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            if tab is None:
-                raise RuntimeError(f"no tab target for {page_url}")
-            with Page(page_target["webSocketDebuggerUrl"]) as opened:  # a click before the page commits is
-                # granted to the document the navigation then replaces (seen under load)
-                opened.wait_for(f"location.href === {json.dumps(page_url)} && document.readyState === 'complete'",
-                                timeout, f"{page_url} loaded")
             clicked: float | None = None  # clicked at least once, even where the panel is already open (a
             # session's earlier test left it open): the click is what lets the extension read this tab
             while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None or clicked is None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the toolbar button opened no side panel")
                 if clicked is None or time.monotonic() - clicked > 3:  # a click while the worker or the tab is still starting is lost
-                    self.browser_call("Extensions.triggerAction", {"id": self.id, "targetId": tab["targetId"]})
+                    self.click_toolbar_button(tab_id)
                     clicked = time.monotonic()
                 time.sleep(0.2)
             with Page(panel["webSocketDebuggerUrl"]) as page:
                 yield page
         finally:
-            urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json/close/{page_target['id']}", timeout=10).close()
+            self.close_tab(page_target)
 
     def close(self) -> None:
         if self.process.poll() is None:
