@@ -59,7 +59,8 @@ def test_a_second_copy_one_row_off_is_caught(engine, monkeypatch):
 
     def shifted(self, *a, also=None, **kw):
         if also is not None:
-            also = (also[0], engine.gpu.upload(np.frombuffer(engine.gpu.read(also[1], 16), np.uint32) + 64))
+            words = engine.gpu.read(also[1].buffer, 16, also[1].offset)  # a step parameter: a slot of an arena
+            also = (also[0], engine.gpu.upload(np.frombuffer(words, np.uint32) + 64))
         return real(self, *a, also=also, **kw)
 
     monkeypatch.setattr(Store, "record", shifted)
