@@ -18,8 +18,9 @@ from .weights import Weights
 
 # Tapes kept, by step key (most recently used last). A grouped mode alternates two kinds of step within a
 # window (steps that append to the residual, and every G-th that fills the group), and each replays the
-# tape of the last step of its kind; a few more let a key that comes back after a change replay too.
-TAPES_KEPT = 4
+# tape of the last step of its kind; steps alternate two sets of step-parameter slots (`StepParams`), each
+# taped apart; a few more let a key that comes back after a change replay too.
+TAPES_KEPT = 8
 
 
 class Activations:
@@ -72,11 +73,12 @@ class GpuModel:
         self.gpu, self.cfg, self.w, self.cache = gpu, cfg, weights, cache
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
-        # RoPE's params and the step's cos/sin rows, rewritten each step: the positions change
+        # RoPE's params and a batch's cos/sin rows, rewritten each batch: the positions change (a one-token
+        # step's block is a step parameter, `_rope_block`)
         self.rope = gpu.buffer(rope.block_bytes(batch, cfg.head_dim))
         self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
-        self.hist = gpu.buffer(16)  # (1,) u32: where argmax also writes this step's id (act.token[1 + it])
-        self._hist_at = 0
+        self._step_rope: Any = None  # the RoPE block the step being recorded binds
+        self._step_hist: Any = None  # its (1,) u32 step parameter: where argmax also writes the id (act.token[1 + it])
         # a decode step submits every N layers (0: one submit, one compute pass per step), so the GPU can start
         # on its first layers while the rest is recorded: half the layers, two submits a step (H200, 30 layers,
         # GPU-resident loop, bench/NOTES.md session 21: every 15 ahead of every 10 in 5 of 5 rounds alternating,
@@ -119,15 +121,20 @@ class GpuModel:
         """
         c, a, g, t = self.cfg, self.act, self.gpu, len(ids)
         assert 0 < t <= a.batch and (t == 1 or not from_token) and 0 <= hist < HISTORY
+        step = self.cache.step_params
+        step.begin_step(pos)  # this step's parameters go to the set of slots of pos's parity
         key = self._step_key(pos, t, all_logits, from_token)
         if not from_token:
             g.write(a.ids, array("I", ids))
-        if hist != self._hist_at:
-            g.write(self.hist, array("I", [hist]))
-            self._hist_at = hist
-        self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
-        g.write(self.rope, rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
-                + self.angles.rows(pos, t))
+        block = rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
+        with step.deferred():  # one write for all of them, submitting nothing: no dispatch in the pass binds them
+            self._step_hist = step.get(("hist",), hist, 0, 0, 0)
+            self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
+            if t == 1:
+                self._step_rope = step.get_bytes(("rope",), block + self.angles.rows(pos, t))
+        if t > 1:
+            g.write(self.rope, block + self.angles.rows(pos, t))
+            self._step_rope = self.rope
         tape = self._tapes.get(key) if key is not None else None
         if key is not None and tape is not None:
             self._tapes.move_to_end(key)
@@ -168,7 +175,9 @@ class GpuModel:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
         fusions = (self.fuse_norm, self.fuse_rope, self.fuse_store)
-        return None if kv is None else (all_logits, from_token, self.submit_every, *fusions, kv)
+        # the tape binds this step's set of step-parameter slots
+        return None if kv is None else (all_logits, from_token, self.submit_every, *fusions,
+                                        self.cache.step_params.current, kv)
 
     def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
         c, a, g = self.cfg, self.act, self.gpu
@@ -192,18 +201,18 @@ class GpuModel:
                 if stored is not None:  # and the K/V rows straight into the cache: no store dispatch
                     prm = self.params.block(qkv_store.params(m, c.dim, c.q_dim, c.kv_dim, eps, stored))
                     qkv_store.dispatch(g, m, a.x if fused else a.xn, a.q, prm, stored,
-                                       norm=lw.attn_norm if fused else None, rope=(self.rope, c.head_dim))
+                                       norm=lw.attn_norm if fused else None, rope=(self._step_rope, c.head_dim))
                 else:
                     prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=eps))
                     mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
                                 x_words=t * c.dim, norm=lw.attn_norm if fused else None,
-                                rope=(self.rope, c.head_dim) if roped else None)
+                                rope=(self._step_rope, c.head_dim) if roped else None)
             else:
                 rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
             if not roped:
-                rope.dispatch(g, a.q, a.k, lw.qk_norm, self.rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
+                rope.dispatch(g, a.q, a.k, lw.qk_norm, self._step_rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
                               qk_norm=c.qk_norm, head_dim=c.head_dim)
             self.cache.append(layer, a.k, a.v, pos, t, stored=stored)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
@@ -226,7 +235,7 @@ class GpuModel:
         else:  # only the last token's logits: normalise all rows (cheap), project row t-1
             rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
             self._mm(out, a.xn, a.logits, 1, x_stride=c.dim, y_stride=c.vocab_size, x_off=(t - 1) * c.dim)
-        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)), self.hist)
+        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)), self._step_hist)
 
     def read_logits(self, rows: int) -> memoryview[float]:
         """The first `rows` rows of logits: a read-only f32 memoryview shaped (rows, vocab)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..gpu.params import SETS
 from ..ops import tiled
 from .progress import Progress
 
@@ -43,7 +44,10 @@ def warm_up(engine: Any) -> int:
     number of pipelines compiled."""
     gpu = engine.gpu
     before = gpu.compiled
-    room = engine.max_positions - 2  # two more for the resident block
+    # the resident block: its first step (a grouped mode's fill) and one step after it in each set of step
+    # parameters (`StepParams`: their fold dispatches bind the windows after the fill, with each set's slots)
+    block = 1 + SETS
+    room = engine.max_positions - block
     layer = engine.weights.layers[0]  # a batch of MIN_TOKENS only where a matrix would take the tiled kernel
     tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS, False)
     # on a GPU the first step is a whole batch: a first prompt of up to that many tokens then also finds
@@ -60,8 +64,8 @@ def warm_up(engine: Any) -> int:
         for n in lengths:  # all rows' logits: the output matrix takes the batch's kernel too (`forward`)
             engine._step([0] * n, all_logits=True)
             bar.advance(1)
-        if resident and engine.pos + 2 <= engine.max_positions:
-            engine._steps_on_gpu(0, 2, lambda j: None)
+        if resident and engine.pos + block <= engine.max_positions:
+            engine._steps_on_gpu(0, block, lambda j: None)
             bar.advance(1)
     engine.reset()
     return int(gpu.compiled - before)

@@ -38,6 +38,10 @@ class KVCacheAPI(Protocol):
     def park(self) -> None:
         """Record moving a one-position step's staged rows aside on the GPU; the next sync takes them."""
 
+    @property
+    def step_params(self) -> Any:
+        """The cache's `StepParams`: a step's parameters, the caller's too, in one write (`begin_step`, `deferred`)."""
+
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """Equal keys: a recording of the step may be replayed; None: record it afresh."""
 

@@ -143,6 +143,12 @@ class KVCache:
         return self._appender.epilogue_rows(layer, pos, n, self.fuse_store)
 
     # ---- replaying a recorded step --------------------------------------------------------
+    @property
+    def step_params(self) -> StepParams:
+        """The per-step parameter slots this cache's kernels bind (the model's step parameters share them: one
+        write a step, `StepParams.deferred`)."""
+        return self._step
+
     def step_key(self, pos: int, n: int, n_heads: int) -> tuple | None:
         """What decides the dispatches of a step that appends [pos, pos+n) in every layer and attends,
         when a recording of it may be replayed with only the step's parameters rewritten (`prepare`):

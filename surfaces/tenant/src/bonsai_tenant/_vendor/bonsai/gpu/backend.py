@@ -64,6 +64,16 @@ class WordTexture:
         return self.rows * TEXTURE_ROW_WORDS
 
 
+@dataclass(eq=False)
+class BufferRange:
+    """Bytes [offset, offset + size) of `buffer`, bound as one storage binding (a `StepParams` slot);
+    `offset` is a multiple of 256, which every adapter's minStorageBufferOffsetAlignment divides."""
+
+    buffer: Any = field(repr=False)
+    offset: int
+    size: int
+
+
 def texture_rows(words: int) -> int:
     """Rows of a word texture holding `words` u32 words."""
     return max(1, -(-words // TEXTURE_ROW_WORDS))
@@ -96,6 +106,7 @@ class GpuBackend(Protocol):
     """What the runtime above `bonsai.gpu` may call; buffers and kernels are opaque handles."""
 
     dispatch_count: int
+    submits: int  # encoders submitted so far
     limits: Limits
 
     @property
@@ -114,6 +125,11 @@ class GpuBackend(Protocol):
     def upload(self, data: Any, *, uniform: bool = False) -> Any: ...
 
     def write(self, buf: Any, data: Any, offset: int = 0) -> None: ...
+
+    def initialise(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """`write` of bytes no dispatch waiting in the open pass binds: nothing is submitted first, so the
+        bytes land before that pass's work (and after everything submitted)."""
+        ...
 
     def write_staged(self, buf: Any, data: Any, offset: int = 0) -> None:
         """`write` for large blocks (the native backend fills mapped staging buffers from threads)."""

@@ -17,6 +17,7 @@ from . import shaders
 from .backend import (
     TEXTURE_ROW_BYTES,
     TEXTURE_ROW_WORDS,
+    BufferRange,
     Kernel,
     KernelCache,
     WordTexture,
@@ -41,6 +42,7 @@ class Recorder:
         self._pass: Any = None
         self._ops: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None = None
         self.dispatch_count = 0
+        self.submits = 0  # encoders submitted so far (`flush`)
         self.compiled = 0  # pipelines compiled so far (`kernel` cache misses)
         self._tape: list[Any] | None = None  # dispatches being taped (`start_tape`), None markers = flush
         self._tape_clean = True  # no write, read or copy happened while taping
@@ -63,8 +65,15 @@ class Recorder:
     @staticmethod
     def _bind_entries(resources: tuple[Any, ...]) -> list[dict[str, Any]]:
         """Bind-group entries 0.. for buffers and word textures (their views), as both APIs take them."""
-        return [{"binding": i, "resource": r.view if isinstance(r, WordTexture) else {"buffer": r}}
-                for i, r in enumerate(resources)]
+        return [{"binding": i, "resource": Recorder._resource(r)} for i, r in enumerate(resources)]
+
+    @staticmethod
+    def _resource(r: Any) -> Any:
+        if isinstance(r, WordTexture):
+            return r.view
+        if isinstance(r, BufferRange):
+            return {"buffer": r.buffer, "offset": r.offset, "size": r.size}
+        return {"buffer": r}
 
     # ---- what a backend supplies ----------------------------------------------------------
     def _compile(self, name: str, code: str, entry: str) -> Any:
@@ -121,6 +130,16 @@ class Recorder:
         """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
         self._untaped()
         self.flush()
+        view = memoryview(data).cast("B")
+        if view.nbytes % 4:
+            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
+        self._queue_write(buf, offset, view)
+
+    def initialise(self, buf: Any, data: Any, offset: int = 0) -> None:
+        """Copy host bytes into `buf` at `offset` where no dispatch waiting in the open pass binds them (a new
+        `StepParams` slot, or a step's own set of slots): the open pass stays open and a tape being made stays
+        replayable, as when `upload` makes a buffer with its data. The bytes land before the open pass's work
+        and after everything submitted."""
         view = memoryview(data).cast("B")
         if view.nbytes % 4:
             view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
@@ -216,6 +235,7 @@ class Recorder:
         self._end_pass()
         encoder, self._encoder = self._encoder, None
         self._submit(encoder)
+        self.submits += 1
 
     # ---- taping: record a step's dispatches once, replay them while the step's shape holds ----------
     def start_tape(self) -> None:
