@@ -59,6 +59,7 @@ def bench_gpu(a, ids):
         engine.model.submit_every = a.submit_every
     engine.model.replay = not a.no_replay
     engine.gpu.direct_pass_calls = not a.wgpu_py_calls
+    engine.gpu.native_replay = not a.no_native_replay
     if a.variant != "auto":  # attention kernel variant (bonsai.kv.attention.driver.VARIANTS)
         engine.cache.variant = a.variant  # drops the attention drivers made so far
     pf_ids = (ids * (1 + a.prefill_tokens // max(1, len(ids))))[: a.prefill_tokens]
@@ -215,6 +216,8 @@ def main() -> None:
     p.add_argument("--no-replay", action="store_true", help="record every decode step (no taped replay)")
     p.add_argument("--wgpu-py-calls", action="store_true",
                    help="dispatch through wgpu-py's pass methods, not wgpu-native directly (gpu/pass_ops.py)")
+    p.add_argument("--no-native-replay", action="store_true",
+                   help="replay a taped step's dispatches call by call, not in pass_ops.replay_native's one loop")
     p.add_argument("--gpu-kernels", action="store_true",
                    help="on a CPU adapter (lavapipe) take the GPU kernels anyway (buffer matmuls with fused norms, "
                         "blocks attention): a GPU run's dispatch counts, at the CPU's speed")

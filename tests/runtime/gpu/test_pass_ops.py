@@ -67,3 +67,39 @@ def test_a_direct_dispatch_that_drops_a_grid_dimension_is_caught(gpu, tiny, monk
     engine = load_engine(tiny, gpu=gpu, kv="q4res", window=64, progress=False)
     got = np.asarray(engine.forward(PROMPT), np.float32)
     assert not np.array_equal(got.view(np.uint32), reference.view(np.uint32))
+
+
+def _decoded_logits(gpu, tiny, native: bool) -> tuple[np.ndarray, int]:
+    """Logits of 12 taped decode steps (f32 KV, the GPU kernels' attention) and how many were replayed."""
+    gpu.native_replay = native
+    try:
+        engine = load_engine(tiny, gpu=gpu, kv="f32", window=64, progress=False)
+        engine.cache.variant = "blocks"
+        engine.prefill_argmax(PROMPT)
+        tok, rows = 2, []
+        for _ in range(12):
+            row = np.asarray(engine._step([tok]))[0]
+            rows.append(row.view(np.uint32).copy())
+            tok = int(row.argmax())
+        return np.array(rows), engine.model.replays
+    finally:
+        gpu.native_replay = True
+
+
+def test_a_replay_through_native_handles_gives_the_bits_of_the_calls_one_by_one(gpu, tiny):
+    native, calls = _decoded_logits(gpu, tiny, True), _decoded_logits(gpu, tiny, False)
+    assert native[1] >= 8 and calls[1] == native[1]  # most steps replayed, both ways
+    assert np.array_equal(native[0], calls[0])
+
+
+def test_a_native_replay_that_drops_a_grid_dimension_is_caught(gpu, tiny, monkeypatch):
+    """Mutation: the native run keeps x and z of each dispatch but not y (the fold's blocks, the heads)."""
+    reference = _decoded_logits(gpu, tiny, False)[0]
+    real = pass_ops.NativeRun.__init__
+
+    def broken(self, entries):
+        real(self, entries)
+        self.entries = [(p, bg, x, 1, z) for p, bg, x, _, z in self.entries]
+
+    monkeypatch.setattr(pass_ops.NativeRun, "__init__", broken)
+    assert not np.array_equal(_decoded_logits(gpu, tiny, True)[0], reference)
