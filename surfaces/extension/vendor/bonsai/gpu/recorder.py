@@ -29,6 +29,22 @@ from .limits import Limits
 _COPY_TO_TEXTURE = object()  # marks a tape entry that copies a buffer into a texture
 
 
+class Tape(list):
+    """A step's taped entries: (pipeline, bind group, groups) per dispatch, None per flush, texture copies.
+    `runs` keeps them as the backend replays them (made by the first replay, for the backend's mode then)."""
+
+    runs: tuple[Any, list[Any]] | None = None
+
+
+class _Run:
+    """Consecutive taped dispatches, in the form the backend replays them (`Recorder._prepare_run`)."""
+
+    __slots__ = ("count", "prepared")
+
+    def __init__(self, prepared: Any, count: int) -> None:
+        self.prepared, self.count = prepared, count
+
+
 class Recorder:
     """Records dispatches into one open compute pass; `flush` submits them."""
 
@@ -95,6 +111,23 @@ class Recorder:
 
     def _submit(self, encoder: Any) -> None:
         raise NotImplementedError
+
+    def _replay_mode(self) -> Any:
+        """What `_prepare_run` depends on (a tape's runs are made again when it changes)."""
+        return None
+
+    def _prepare_run(self, entries: list[Any]) -> Any:
+        """Taped dispatches in the form `_replay_run` takes (by default as they are)."""
+        return entries
+
+    def _replay_run(self, prepared: Any) -> None:
+        """Record prepared dispatches into the open pass."""
+        assert self._ops is not None
+        set_pipeline, set_bind_group, dispatch_workgroups = self._ops
+        for pipeline, bind_group, groups in prepared:
+            set_pipeline(pipeline)
+            set_bind_group(0, bind_group)
+            dispatch_workgroups(*groups)
 
     def _create_buffer(self, nbytes: int, uniform: bool) -> Any:
         """A zero-filled buffer of `nbytes` (a multiple of 16): uniform or storage, copy source and destination."""
@@ -212,9 +245,7 @@ class Recorder:
             self._tape.append((kernel.pipeline, bind_group, groups))
 
     def _record(self, pipeline: Any, bind_group: Any, groups: tuple[int, ...]) -> None:
-        if self._pass is None:
-            self._pass = self._begin_pass(self._open_encoder())
-            self._ops = self._pass_ops(self._pass)
+        self._open_pass()
         assert self._ops is not None
         set_pipeline, set_bind_group, dispatch_workgroups = self._ops
         set_pipeline(pipeline)
@@ -240,7 +271,7 @@ class Recorder:
     # ---- taping: record a step's dispatches once, replay them while the step's shape holds ----------
     def start_tape(self) -> None:
         """Remember every dispatch (and flush) from now on, for `replay`."""
-        self._tape, self._tape_clean = [], True
+        self._tape, self._tape_clean = Tape(), True
 
     def stop_tape(self) -> list[Any] | None:
         """The dispatches since `start_tape`, or None if a write, read or copy came between them (their
@@ -254,21 +285,50 @@ class Recorder:
             self._tape_clean = False
 
     def replay(self, tape: list[Any]) -> None:
-        """Record the taped dispatches again: same pipelines, bind groups and sizes, no Python per op."""
-        for entry in tape:
-            if entry is None:
+        """Record the taped dispatches again: same pipelines, bind groups and sizes, no Python per op (each run
+        of dispatches as the backend prepared it once: `Tape.runs`)."""
+        for run in self._runs(tape):
+            if run is None:
                 self.flush()
-            elif entry[0] is _COPY_TO_TEXTURE:
-                self._end_pass()
-                self._encode_copy_to_texture(self._open_encoder(), *entry[1:])
+            elif isinstance(run, _Run):
+                self._open_pass()
+                self._replay_run(run.prepared)
+                self.dispatch_count += run.count
             else:
-                self._record(*entry)
+                self._end_pass()
+                self._encode_copy_to_texture(self._open_encoder(), *run[1:])
+
+    def _runs(self, tape: list[Any]) -> list[Any]:
+        """The tape's entries with each run of consecutive dispatches prepared as one `_Run` (kept on a `Tape`)."""
+        mode = self._replay_mode()
+        cached = getattr(tape, "runs", None)
+        if cached is not None and cached[0] == mode:
+            return cached[1]
+        runs: list[Any] = []
+        dispatches: list[Any] = []
+        for entry in [*tape, None]:
+            if entry is not None and entry[0] is not _COPY_TO_TEXTURE:
+                dispatches.append(entry)
+                continue
+            if dispatches:
+                runs.append(_Run(self._prepare_run(dispatches), len(dispatches)))
+                dispatches = []
+            runs.append(entry)
+        runs.pop()  # the None added to close the last run
+        if isinstance(tape, Tape):
+            tape.runs = (mode, runs)
+        return runs
 
     # ---- encoder and pass ---------------------------------------------------------------
     def _open_encoder(self) -> Any:
         if self._encoder is None:
             self._encoder = self._create_encoder()
         return self._encoder
+
+    def _open_pass(self) -> None:
+        if self._pass is None:
+            self._pass = self._begin_pass(self._open_encoder())
+            self._ops = self._pass_ops(self._pass)
 
     def _end_pass(self) -> None:
         if self._pass is not None:

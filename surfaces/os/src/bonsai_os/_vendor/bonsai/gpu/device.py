@@ -66,6 +66,7 @@ class Gpu(Recorder):
         self.queue = device.queue
         self.limits = native_limits(device.limits)
         self.direct_pass_calls = True  # dispatches through pass_ops.direct_ops (False: wgpu-py's methods)
+        self.native_replay = True  # taped runs through pass_ops.replay_native (False: the pass's calls one by one)
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
         self._soon_free: list[Any] = []  # MAP_READ buffers of `read_soon` not in use
@@ -311,6 +312,19 @@ class Gpu(Recorder):
 
     def _submit(self, encoder: Any) -> None:
         self.queue.submit([encoder.finish()])
+
+    def _replay_mode(self) -> bool:
+        """True: taped runs replay through wgpu-native's handles (`pass_ops.replay_native`)."""
+        return self.direct_pass_calls and self.native_replay and pass_ops.native_available()
+
+    def _prepare_run(self, entries: list[Any]) -> Any:
+        return pass_ops.NativeRun(entries) if self._replay_mode() else entries
+
+    def _replay_run(self, prepared: Any) -> None:
+        if isinstance(prepared, pass_ops.NativeRun):
+            pass_ops.replay_native(self._pass, prepared)
+        else:
+            super()._replay_run(prepared)
 
     def _create_texture(self, rows: int) -> WordTexture:
         T = self._wgpu.TextureUsage

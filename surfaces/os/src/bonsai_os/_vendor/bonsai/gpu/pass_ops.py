@@ -6,6 +6,9 @@ replay's Python cost per dispatch 2.5-3.5x that of the three C calls alone (benc
 recorder keeps its pipelines and bind groups alive itself (kernel and bind-group caches), and wgpu-core's
 passes hold their own references. Falls back to wgpu-py's methods where its private cffi handle is
 not there (another wgpu-py version), so results never depend on which path ran.
+
+A taped step's runs of dispatches are replayed by `replay_native`: the same three C calls per dispatch
+from one Python loop over wgpu-native's handles (`NativeRun`), not three Python calls wrapping them.
 """
 
 from __future__ import annotations
@@ -55,3 +58,35 @@ def direct_ops(compute_pass: Any) -> PassOps:
         dispatch_c(handle, x, y, z)
 
     return set_pipeline, set_bind_group, dispatch_workgroups
+
+
+def native_available() -> bool:
+    """Whether wgpu-native's calls can be made directly here."""
+    return _native_lib() is not None
+
+
+class NativeRun:
+    """Taped (pipeline, bind group, groups) dispatches as wgpu-native's handles and three grid sizes each."""
+
+    __slots__ = ("entries", "keep")
+
+    def __init__(self, entries: list[Any]) -> None:
+        self.keep = entries  # the wgpu-py objects own the handles: they live as long as the run
+        self.entries = [(pipeline._internal, bind_group._internal, *(*groups, 1, 1)[:3])
+                        for pipeline, bind_group, groups in entries]
+
+
+def replay_native(compute_pass: Any, run: NativeRun) -> None:
+    """Record `run`'s dispatches into `compute_pass` (set pipeline, set bind group 0, dispatch, as recorded)."""
+    native = _native_lib()
+    assert native is not None
+    ffi, lib = native
+    handle = compute_pass._internal
+    set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+    set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+    dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    null = ffi.NULL
+    for pipeline, bind_group, x, y, z in run.entries:
+        set_pipeline(handle, pipeline)
+        set_bind_group(handle, 0, bind_group, 0, null)
+        dispatch(handle, x, y, z)
