@@ -89,10 +89,11 @@ def test_a_dispatch_inside_a_deferral_is_refused(gpu):
     gpu.flush()
 
 
-def test_a_gpu_resident_decode_step_writes_once_and_submits_once(gpu, tmp_path, monkeypatch):
-    """A replayed GPU-resident step: its parameters (KV, RoPE rows, argmax slot) in one queue write, and one
-    submit (the decode step's half-way flush), none at the step's start; the tokens are those of one step per
-    readback (tests/runtime/engine/test_resident.py proves that bit for bit)."""
+def test_gpu_resident_decode_steps_write_once_each_and_submit_every_second_step(gpu, tmp_path, monkeypatch):
+    """Replayed GPU-resident steps: each step's parameters (KV, RoPE rows, argmax slot) in one queue write that
+    submits nothing; a step submits nothing of its own (`GpuModel.submit_every` 0), and a submit comes when a step
+    takes back the set of slots the step two before it bound, still in the open pass: every second step. The
+    tokens are those of one step per readback (tests/runtime/engine/test_resident.py proves that bit for bit)."""
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", dim=128, n_heads=2, n_kv_heads=1,
                            head_dim=64, ffn_dim=256, n_layers=4)
     engine = load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=128, progress=False)
@@ -108,4 +109,4 @@ def test_a_gpu_resident_decode_step_writes_once_and_submits_once(gpu, tmp_path, 
     engine._steps_on_gpu(7, 16, lambda j: None)
     assert engine.model.replays - replays == 16
     # + the block's first id (one write) and its readback (one submit)
-    assert counts == {"writes": 16 + 1, "submits": 16 + 1}
+    assert engine.model.submit_every == 0 and counts == {"writes": 16 + 1, "submits": 16 // 2 + 1}
