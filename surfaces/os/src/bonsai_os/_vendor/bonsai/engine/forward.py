@@ -79,12 +79,13 @@ class GpuModel:
         self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
         self._step_rope: Any = None  # the RoPE block the step being recorded binds
         self._step_hist: Any = None  # its (1,) u32 step parameter: where argmax also writes the id (act.token[1 + it])
-        # a decode step submits every N layers (0: one submit, one compute pass per step), so the GPU can start
-        # on its first layers while the rest is recorded: half the layers, two submits a step (H200, 30 layers,
-        # GPU-resident loop, bench/NOTES.md session 21: every 15 ahead of every 10 in 5 of 5 rounds alternating,
-        # 1.05-1.62x; every 0, one submit, ahead of 10 too; each submit costs the host a pass, an encoder and
-        # wgpu's per-submission work, and the GPU a gap)
-        self.submit_every = -(-cfg.n_layers // 2)
+        # a decode step submits every N layers (0: none of its own). 0: a step's parameters are written without a
+        # submit (`StepParams`), so consecutive decode steps share the open pass until one takes back the set of
+        # parameter slots the step two before it bound, and `begin_step` submits then: a submit every second step.
+        # H100, GPU-resident loop at 1K (bench/NOTES.md session 22): ahead of every 15 (a submit half-way through
+        # each step) in 11 of 14 alternating rounds, medians 653 / 636 and 660 / 641 tok/s. (Session 21, when every
+        # step's first parameter write also submitted, found 15 ahead of 0 and 10 on the H200.)
+        self.submit_every = 0
         # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
         # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
         self.batch_submit_every = BATCH_SUBMIT_EVERY
