@@ -45,6 +45,7 @@
 #   bench/device_run.sh blk21 [N]   # the blocks attention's positions per block (64, 128, 256) by kernel
 #   bench/device_run.sh spy21       # the decode loop's host time by function (py-spy --native; carry .spy)
 #   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
+#   bench/device_run.sh s22 [N]     # session 22: main's f32, this tree's f32 (native replay or not), q4res at 1K beside llama.cpp tg128 d1024
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
 #   bench/device_run.sh probe20     # session 20: kernel_probe at 1K, q4res main / this tree, f32 this tree
@@ -60,7 +61,8 @@ mkdir -p /root/m "$OUT"
 # The GGUF joined from the parts `part` left (its sha256 on stderr) and llama.cpp unpacked from .ll/llama.xz
 # into /root/ll/llama; prints the GGUF's path.
 model_and_peer() {
-  cat /root/m/part00 /root/m/part01 /root/m/part02 > /root/m/model.gguf; sha256sum /root/m/model.gguf >&2
+  for p in .model/part0?; do [ -f "$p" ] && cp "$p" /root/m/; done  # a part carried with this call too
+  cat /root/m/part0? > /root/m/model.gguf; sha256sum /root/m/model.gguf >&2
   mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
   echo /root/m/model.gguf
 }
@@ -103,6 +105,22 @@ eight_k() {
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
 }
 case "$1" in
+s22)
+  # bench/device_run.sh s22 [ROUNDS] (after `part part00`, carrying the model's last part .model/part01 too; carry .whl .gl .ll
+  # .before; .before = main; the GGUF split in two: head -c 55000000, tail -c +55000001): ROUNDS
+  # (default 3) rounds at 1K (decode 256 after 1,024): main's f32, this tree's f32 (one write and one submit a step),
+  # its q4res, its f32 with the taped runs replayed call by call (--no-native-replay), llama.cpp's tg128 at depth 1024
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-3}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
+    quick_decode "$AFTER" "f32_calls_$round" 1024 --kv f32 --no-native-replay --label "this f32 no native replay r$round"
+    llama_tg "llama r$round"
+  done
+  PYTHONPATH=$AFTER timeout 100 python3 bench/replay_cost.py --model $M --context 1024 --out "$OUT/replay_cost.json" 2>&1 | tail -5
+  ;;
 sub21)
   # bench/device_run.sh sub21 [ROUNDS] (after the part calls; carry .whl .gl): decode at 1K with a submit every 15, 10 and
   # 0 (none inside a step) layers, in that order (`submit` runs them the other way round), ROUNDS (default 2)
