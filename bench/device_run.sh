@@ -45,6 +45,7 @@
 #   bench/device_run.sh blk21 [N]   # the blocks attention's positions per block (64, 128, 256) by kernel
 #   bench/device_run.sh spy21       # the decode loop's host time by function (py-spy --native; carry .spy)
 #   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
+#   bench/device_run.sh final22 [N] # session 22's head: main / this f32 (every 0, 15) / q4res at 1K, llama.cpp; HF table; 8K
 #   bench/device_run.sh s22 [N]     # session 22: main's f32, this tree's f32 (native replay or not), q4res at 1K beside llama.cpp tg128 d1024
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
@@ -120,6 +121,22 @@ s22)
     llama_tg "llama r$round"
   done
   PYTHONPATH=$AFTER timeout 100 python3 bench/replay_cost.py --model $M --context 1024 --out "$OUT/replay_cost.json" 2>&1 | tail -5
+  ;;
+final22)
+  # bench/device_run.sh final22 [ROUNDS] (as s22): ROUNDS (default 6) rounds at 1K of main's f32, this tree's f32 (no
+  # submit inside a step), its q4res, its f32 with a submit every 15 layers, llama.cpp tg128 at depth 1024; then
+  # final17hf's table (prefill 512 beside Hugging Face and llama.cpp) and 8K beside llama.cpp
+  M=$(model_and_peer)
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "${2:-6}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
+    quick_decode "$AFTER" "f32_every15_$round" 1024 --kv f32 --submit-every 15 --label "this f32 every 15 r$round"
+    llama_tg "llama r$round"
+  done
+  hf_table
+  eight_k
   ;;
 sub21)
   # bench/device_run.sh sub21 [ROUNDS] (after the part calls; carry .whl .gl): decode at 1K with a submit every 15, 10 and
