@@ -205,8 +205,9 @@ class Residual:
         rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
         words = ((0, copy[0], 0, 0), (lay.group, copy[2], 0, lay.group * rw), copy)
         if one_step:
-            return tuple(self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
-        return tuple(self.params.get(*w) for w in words)
+            k, v, c = (self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
+            return k, v, c
+        return self.params.get(*words[0]), self.params.get(*words[1]), self.params.get(*words[2])
 
     def dst_words(self, pos: int) -> tuple[int, int]:
         """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step

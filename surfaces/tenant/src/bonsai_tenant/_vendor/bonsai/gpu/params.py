@@ -11,10 +11,10 @@ A forward step that calls `begin_step` gets one of two sets of slots by its posi
 consecutive decode steps alternate, and the parameters it writes inside `deferred()` before recording
 (`KVCache.prepare`, the model's RoPE rows and argmax slot) go out as one queue write that submits
 nothing: no dispatch waiting in the open pass binds that set (the last step's bind the other one; the
-step before that was submitted, or `begin_step` submits it). So a GPU-resident decode step costs one write and no submit of its own, where it cost ~7
-writes and a submit (each write ~6 us of wgpu-core, each submit an encoder, a pass and wgpu's per-submission
-work: bench/NOTES.md, session 22). Any other rewrite is `Gpu.write`, ordered after every dispatch recorded
-so far: correct at any time.
+step before that was submitted, or `begin_step` submits it). So a GPU-resident decode step costs one
+write and no submit of its own, where it cost ~7 writes and a submit (each write ~6 us of wgpu-core, each
+submit an encoder, a pass and wgpu's per-submission work: bench/NOTES.md, session 22). Any other rewrite
+is `Gpu.write`, ordered after every dispatch recorded so far: correct at any time.
 """
 from __future__ import annotations
 

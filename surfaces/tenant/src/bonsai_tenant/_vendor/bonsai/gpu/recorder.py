@@ -163,10 +163,7 @@ class Recorder:
         """Copy host bytes into `buf` at `offset`, ordered after every dispatch recorded so far."""
         self._untaped()
         self.flush()
-        view = memoryview(data).cast("B")
-        if view.nbytes % 4:
-            view = memoryview(bytes(view) + b"\0" * (4 - view.nbytes % 4))
-        self._queue_write(buf, offset, view)
+        self.initialise(buf, data, offset)  # nothing is left in an open pass
 
     def initialise(self, buf: Any, data: Any, offset: int = 0) -> None:
         """Copy host bytes into `buf` at `offset` where no dispatch waiting in the open pass binds them (a new
