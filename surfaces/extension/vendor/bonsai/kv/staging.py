@@ -10,8 +10,7 @@ is committed, and hands the rows over in booking order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..gpu.backend import round_up
 from .errors import KVError, NonFiniteKVError
@@ -20,12 +19,13 @@ from .layout import Layout
 ALSO_BYTES = 256  # room at the end of the staging buffer for `readback(also=...)`
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """Rows booked into staging: `n` positions of `layer` from `pos`, K block at word `word`, then V.
 
     group=False: rows as the store kernel writes them, with 2 * n * n_kv flags from `flag`.
     group=True: whole groups of quantised rows copied from their slot (one or, for a batch, several: no flags).
+    A named tuple, not a frozen dataclass: a replayed decode step books one per layer, and a tuple is made in
+    a quarter of the time (0.25 against 0.9 us).
     """
 
     layer: int
@@ -108,6 +108,19 @@ class Staging:
         lay = self.layout
         return self._book(Entry(layer, pos, n, self.used_words, self.used_flags, lay.stored_k_words,
                                 lay.stored_v_words), 2 * n * lay.n_kv)
+
+    def book_layers(self, layers: int, pos: int, n: int) -> None:
+        """`book_rows(layer, pos, n)` for layers 0 .. layers-1 in order (a replayed step's bookkeeping), the room
+        for all of them checked once: nothing is booked if it is not there."""
+        lay = self.layout
+        k_words, v_words = lay.stored_k_words, lay.stored_v_words
+        words, flags = n * (k_words + v_words), 2 * n * lay.n_kv
+        if not self.room_for(layers * words, layers * flags):
+            raise KVError(f"staging area full ({self.used_words} of {self.capacity} words): sync the host first")
+        word, flag = self.used_words, self.used_flags
+        self.pending += [Entry(layer, pos, n, word + layer * words, flag + layer * flags, k_words, v_words)
+                         for layer in range(layers)]
+        self.used_words, self.used_flags = word + layers * words, flag + layers * flags
 
     def book_group(self, layer: int, g0: int, n: int | None = None) -> Entry:
         """Book the quantised rows of the group starting at g0 (n positions: that many groups' from g0, within one

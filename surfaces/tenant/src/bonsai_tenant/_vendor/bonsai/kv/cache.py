@@ -176,12 +176,13 @@ class KVCache:
         taped dispatches write the rows): the same staging entries, in the same order, and (a step that
         fills a group) the residual's new start."""
         res = self.residual
-        filled = res if res is not None and res.step_kind(pos) == "fill" else None
-        for layer in range(self.n_layers):
-            self._check_range(layer, pos, n)
+        self._check_range(0, pos, n)
+        if res is None or res.step_kind(pos) != "fill":
+            self._staging.book_layers(self.n_layers, pos, n)
+            return
+        for layer in range(self.n_layers):  # each layer's rows, then the group they fill
             self._staging.book_rows(layer, pos, n)
-            if filled is not None:
-                filled.replay_fill(layer, pos + 1 - self.layout.group, self._staging)
+            res.replay_fill(layer, pos + 1 - self.layout.group, self._staging)
 
     def prepare(self, pos: int, n: int, n_heads: int, *, park: bool = False) -> None:
         """Before recording a step that appends [pos, pos+n) and attends from pos in every layer: write
