@@ -105,36 +105,33 @@ eight_k() {
   done
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 8192 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep "|"
 }
+# rounds22 ROUNDS NAME LABEL ARGS...: ROUNDS rounds at 1K (decode 256 after 1,024) of main's f32 (.before), this tree's
+# f32 and q4res, this tree's f32 with ARGS (rows NAME, LABEL), then llama.cpp's tg128 at depth 1024 (s22, final22)
+rounds22() {
+  n=$1; name=$2; label=$3; shift 3
+  B=$PWD/.site:$PWD/.before/runtime
+  for round in $(seq "$n"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
+    quick_decode "$AFTER" "${name}_$round" 1024 --kv f32 "$@" --label "this f32 $label r$round"
+    llama_tg "llama r$round"
+  done
+}
 case "$1" in
 s22)
   # bench/device_run.sh s22 [ROUNDS] (after `part part00`, carrying the model's last part .model/part01 too; carry .whl .gl .ll
-  # .before; .before = main; the GGUF split in two: head -c 55000000, tail -c +55000001): ROUNDS
-  # (default 3) rounds at 1K (decode 256 after 1,024): main's f32, this tree's f32 (one write and one submit a step),
-  # its q4res, its f32 with the taped runs replayed call by call (--no-native-replay), llama.cpp's tg128 at depth 1024
+  # .before; .before = main; the GGUF split in two: head -c 55000000, tail -c +55000001): ROUNDS (default 3) rounds22
+  # with this tree's f32 replaying taped runs call by call (--no-native-replay); the host's replay cost
   M=$(model_and_peer)
-  B=$PWD/.site:$PWD/.before/runtime
-  for round in $(seq "${2:-3}"); do
-    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
-    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
-    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
-    quick_decode "$AFTER" "f32_calls_$round" 1024 --kv f32 --no-native-replay --label "this f32 no native replay r$round"
-    llama_tg "llama r$round"
-  done
+  rounds22 "${2:-3}" f32_calls "no native replay" --no-native-replay
   PYTHONPATH=$AFTER timeout 100 python3 bench/replay_cost.py --model $M --context 1024 --out "$OUT/replay_cost.json" 2>&1 | tail -5
   ;;
 final22)
-  # bench/device_run.sh final22 [ROUNDS] (as s22): ROUNDS (default 6) rounds at 1K of main's f32, this tree's f32 (no
-  # submit inside a step), its q4res, its f32 with a submit every 15 layers, llama.cpp tg128 at depth 1024; then
-  # final17hf's table (prefill 512 beside Hugging Face and llama.cpp) and 8K beside llama.cpp
+  # bench/device_run.sh final22 [ROUNDS] (as s22): ROUNDS (default 6) rounds22 with this tree's f32 submitting every 15
+  # layers; then final17hf's table (prefill 512 beside Hugging Face and llama.cpp) and 8K beside llama.cpp
   M=$(model_and_peer)
-  B=$PWD/.site:$PWD/.before/runtime
-  for round in $(seq "${2:-6}"); do
-    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
-    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
-    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
-    quick_decode "$AFTER" "f32_every15_$round" 1024 --kv f32 --submit-every 15 --label "this f32 every 15 r$round"
-    llama_tg "llama r$round"
-  done
+  rounds22 "${2:-6}" f32_every15 "every 15" --submit-every 15
   hf_table
   eight_k
   ;;
