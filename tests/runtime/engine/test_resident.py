@@ -76,7 +76,7 @@ def test_a_step_that_embeds_the_host_id_instead_of_the_gpu_id_is_caught(engine, 
     one = _run(engine, 1)
     real = GpuModel._record_dispatches
     monkeypatch.setattr(GpuModel, "_record_dispatches",
-                        lambda self, pos, t, all_logits, from_token: real(self, pos, t, all_logits, False))
+                        lambda self, pos, t, all_logits, from_token, **kw: real(self, pos, t, all_logits, False, **kw))
     engine.model.forget_tapes()
     assert _run(engine, 16)[0] != one[0]
 
