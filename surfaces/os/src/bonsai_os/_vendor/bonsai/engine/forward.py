@@ -74,11 +74,9 @@ class GpuModel:
         self.act = Activations(gpu, cfg, batch)
         self.params = ParamCache(gpu, limit=1 << 16)  # every distinct block a step uses, made once
         # RoPE's params and a batch's cos/sin rows, rewritten each batch: the positions change (a one-token
-        # step's block is a step parameter, `_rope_block`)
+        # step's block is a step parameter, `record`)
         self.rope = gpu.buffer(rope.block_bytes(batch, cfg.head_dim))
         self.angles = rope.AngleTable(cfg.head_dim, cfg.rope_theta)
-        self._step_rope: Any = None  # the RoPE block the step being recorded binds
-        self._step_hist: Any = None  # its (1,) u32 step parameter: where argmax also writes the id (act.token[1 + it])
         # a decode step submits every N layers (0: none of its own). 0: a step's parameters are written without a
         # submit (`StepParams`), so consecutive decode steps share the open pass until one takes back the set of
         # parameter slots the step two before it bound, and `begin_step` submits then: a submit every second step.
@@ -127,15 +125,14 @@ class GpuModel:
         key = self._step_key(pos, t, all_logits, from_token)
         if not from_token:
             g.write(a.ids, array("I", ids))
-        block = rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
+        block = (rope.params(c.n_heads + c.n_kv_heads, c.head_dim, c.head_dim, pos, c.n_heads, c.rms_eps)
+                 + self.angles.rows(pos, t))
         with step.deferred():  # one write for all of them, submitting nothing: no dispatch in the pass binds them
-            self._step_hist = step.get(("hist",), hist, 0, 0, 0)
+            hist_slot = step.get(("hist",), hist, 0, 0, 0)  # where argmax also writes the id (act.token[1 + hist])
             self.cache.prepare(pos, t, c.n_heads, park=park)  # the step's position-dependent KV parameters
-            if t == 1:
-                self._step_rope = step.get_bytes(("rope",), block + self.angles.rows(pos, t))
+            rope_block = step.get_bytes(("rope",), block) if t == 1 else self.rope
         if t > 1:
-            g.write(self.rope, block + self.angles.rows(pos, t))
-            self._step_rope = self.rope
+            g.write(self.rope, block)
         tape = self._tapes.get(key) if key is not None else None
         if key is not None and tape is not None:
             self._tapes.move_to_end(key)
@@ -145,7 +142,7 @@ class GpuModel:
         else:
             if key is not None:
                 g.start_tape()
-            self._record_dispatches(pos, t, all_logits, from_token)
+            self._record_dispatches(pos, t, all_logits, from_token, rope_block=rope_block, hist_slot=hist_slot)
             if key is not None:
                 self._keep_tape(key, g.stop_tape())
         if park:
@@ -180,7 +177,10 @@ class GpuModel:
         return None if kv is None else (all_logits, from_token, self.submit_every, *fusions,
                                         self.cache.step_params.current, kv)
 
-    def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool) -> None:
+    def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool, *, rope_block: Any,
+                           hist_slot: Any) -> None:
+        """The step's dispatches; rope_block: RoPE's parameters and cos/sin rows, hist_slot: argmax's history
+        index (both written by `record`)."""
         c, a, g = self.cfg, self.act, self.gpu
         e = self.w.embed
         mm.dispatch_embed(g, e, a.token if from_token else a.ids, a.x, self.params.block(e.params(t, 0, c.dim)), t)
@@ -202,18 +202,18 @@ class GpuModel:
                 if stored is not None:  # and the K/V rows straight into the cache: no store dispatch
                     prm = self.params.block(qkv_store.params(m, c.dim, c.q_dim, c.kv_dim, eps, stored))
                     qkv_store.dispatch(g, m, a.x if fused else a.xn, a.q, prm, stored,
-                                       norm=lw.attn_norm if fused else None, rope=(self._step_rope, c.head_dim))
+                                       norm=lw.attn_norm if fused else None, rope=(rope_block, c.head_dim))
                 else:
                     prm = self.params.block(m.params(t, c.dim, 0, n1=c.q_dim, n2=c.kv_dim, eps=eps))
                     mm.dispatch(g, m, a.x if fused else a.xn, a.q, prm, t, out=mm.OUT_SPLIT, y2=a.k, y3=a.v,
                                 x_words=t * c.dim, norm=lw.attn_norm if fused else None,
-                                rope=(self._step_rope, c.head_dim) if roped else None)
+                                rope=(rope_block, c.head_dim) if roped else None)
             else:
                 rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
                 for m, y, width in zip(lw.qkv, (a.q, a.k, a.v), (c.q_dim, c.kv_dim, c.kv_dim), strict=True):
                     self._mm(m, a.xn, y, t, x_stride=c.dim, y_stride=width)
             if not roped:
-                rope.dispatch(g, a.q, a.k, lw.qk_norm, self._step_rope, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
+                rope.dispatch(g, a.q, a.k, lw.qk_norm, rope_block, c.n_heads + c.n_kv_heads, t, neox=c.rope_neox,
                               qk_norm=c.qk_norm, head_dim=c.head_dim)
             self.cache.append(layer, a.k, a.v, pos, t, stored=stored)
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
@@ -236,7 +236,7 @@ class GpuModel:
         else:  # only the last token's logits: normalise all rows (cheap), project row t-1
             rmsnorm.dispatch(g, a.x, self.w.out_norm, a.xn, norm_prm, t)
             self._mm(out, a.xn, a.logits, 1, x_stride=c.dim, y_stride=c.vocab_size, x_off=(t - 1) * c.dim)
-        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)), self._step_hist)
+        argmax.dispatch(g, a.logits, a.token, self.params.block(argmax.params(c.vocab_size, 0)), hist_slot)
 
     def read_logits(self, rows: int) -> memoryview[float]:
         """The first `rows` rows of logits: a read-only f32 memoryview shaped (rows, vocab)."""

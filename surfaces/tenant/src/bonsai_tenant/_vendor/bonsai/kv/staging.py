@@ -115,8 +115,7 @@ class Staging:
         lay = self.layout
         k_words, v_words = lay.stored_k_words, lay.stored_v_words
         words, flags = n * (k_words + v_words), 2 * n * lay.n_kv
-        if not self.room_for(layers * words, layers * flags):
-            raise KVError(f"staging area full ({self.used_words} of {self.capacity} words): sync the host first")
+        self._need_room(layers * words, layers * flags)
         word, flag = self.used_words, self.used_flags
         self.pending += [Entry(layer, pos, n, word + layer * words, flag + layer * flags, k_words, v_words)
                          for layer in range(layers)]
@@ -129,9 +128,12 @@ class Staging:
         return self._book(Entry(layer, g0, lay.group if n is None else n, self.used_words, self.used_flags, lay.k_words,
                                 lay.group_v_words, True), 0)
 
-    def _book(self, entry: Entry, flags: int) -> Entry:
-        if not self.room_for(entry.words, flags):
+    def _need_room(self, words: int, flags: int) -> None:
+        if not self.room_for(words, flags):
             raise KVError(f"staging area full ({self.used_words} of {self.capacity} words): sync the host first")
+
+    def _book(self, entry: Entry, flags: int) -> Entry:
+        self._need_room(entry.words, flags)
         self.pending.append(entry)
         self.used_words += entry.words
         self.used_flags += flags
