@@ -46,6 +46,11 @@
 #   bench/device_run.sh spy21       # the decode loop's host time by function (py-spy --native; carry .spy)
 #   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
 #   bench/device_run.sh final22 [N] # session 22's head: main / this f32 (every 0, 15) / q4res at 1K, llama.cpp; HF table; 8K
+#   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
+#   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
+#   bench/device_run.sh tiles23 [N] # session 23: the prompt fold of this tree and each .var/NAME/runtime (kernel_probe, 512-token prefill)
+#   bench/device_run.sh phases23 [N] # session 23: the prompt step's phases, main / this tree alternating (f32, q4res), N rounds
+#   bench/device_run.sh where23     # session 23: a prefill step by kernel and by phase (f32, q4res), llama.cpp pp512
 #   bench/device_run.sh s22 [N]     # session 22: main's f32, this tree's f32 (native replay or not), q4res at 1K beside llama.cpp tg128 d1024
 #   bench/device_run.sh pair20 [N]  # session 20: kv_pair_bench (f32 / q4res alternating) this tree, then main; llama.cpp
 #   bench/device_run.sh prefill20   # session 20: prefill 512 by tile (f32, q4res), phases, main's q4res, llama.cpp pp512
@@ -118,7 +123,91 @@ rounds22() {
     llama_tg "llama r$round"
   done
 }
+# prefill23 ROUNDS: prefill 512 of main (.before) and this tree, f32 and q4res (best of 5 interleaved in one process),
+# ROUNDS rounds alternating (s23, final23)
+prefill23() {
+  for round in $(seq "$1"); do
+    for kv in f32 q4res; do
+      for tree in main this; do
+        if [ $tree = main ]; then path=$B; bench=.before/bench; else path=$AFTER; bench=bench; fi
+        PYTHONPATH=$path timeout 100 python3 $bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
+            --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
+            --out "$OUT/prefill_${tree}_${kv}_$round.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$tree $kv r$round: /"
+      done
+    done
+  done
+}
+B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s23)
+  # bench/device_run.sh s23 [ROUNDS] (as s22; .before = main): the prompt fold by kernel, main and this tree; prefill23
+  # ROUNDS (default 2); the prompt step's phases; llama.cpp pp512
+  M=$(model_and_peer)
+  for run in "$B main" "$AFTER this"; do
+    read -r path tree <<< "$run"
+    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv f32 --prefill 512 --reps 50 \
+        --out "$OUT/probe_prefill_f32_$tree.json" 2>&1 | grep -E "blocks.wgsl|merge_blocks|whole step" | sed "s/^/$tree: /"
+  done
+  prefill23 "${2:-2}"
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/prefill_profile.py --model $M --kv $kv --top 0 \
+        --out "$OUT/phases_$kv.json" 2>&1 | grep -E "^\| (record|gpu|sync|total)|prefill:" | tr "\n" " " | sed "s/^/$kv phases: /"; echo
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  ;;
+final23)
+  # bench/device_run.sh final23 [ROUNDS] (as s23): prefill23 1; ROUNDS (default 3) rounds at 1K of main's f32, this tree's
+  # f32 and q4res and llama.cpp's tg128 at depth 1024; final17hf's table (Hugging Face, llama.cpp pp512); 8K
+  M=$(model_and_peer)
+  prefill23 1
+  for round in $(seq "${2:-3}"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
+    llama_tg "llama r$round"
+  done
+  hf_table
+  eight_k
+  ;;
+tiles23)
+  # bench/device_run.sh tiles23 (as s23; carry .var too): the prompt fold by kernel (kernel_probe, 512-token f32 prefill)
+  # of this tree and each patched tree .var/NAME/runtime, ROUNDS (default 1) rounds alternating
+  M=$(model_and_peer)
+  for round in $(seq "${2:-1}"); do
+    for path in "$AFTER" .var/*/runtime; do
+      name=$(basename "$(dirname "$path")"); [ "$path" = "$AFTER" ] && name=this
+      PYTHONPATH=$PWD/.site:$path timeout 100 python3 bench/kernel_probe.py --model $M --kv f32 --prefill 512 --reps 30 \
+          --out "$OUT/probe_${name}_$round.json" 2>&1 | grep -E "blocks.wgsl|whole step" | cut -c1-120 | sed "s/^/$name r$round: /"
+    done
+  done
+  ;;
+phases23)
+  # bench/device_run.sh phases23 [ROUNDS] (as s23): the 512-token prompt step's phases (prefill_profile), main and this
+  # tree alternating, f32 and q4res, ROUNDS (default 2) rounds
+  M=$(model_and_peer)
+  for round in $(seq "${2:-2}"); do
+    for kv in f32 q4res; do
+      for run in "$B .before/bench main" "$AFTER bench this"; do
+        read -r path bench tree <<< "$run"
+        PYTHONPATH=$path timeout 100 python3 $bench/prefill_profile.py --model $M --kv $kv --top 0 \
+            --out "$OUT/phases_${tree}_${kv}_$round.json" 2>&1 | grep -E "^\| (record|gpu|sync|total)|prefill:" \
+            | tr "\n" " " | sed "s/^/$tree $kv r$round: /"; echo
+      done
+    done
+  done
+  ;;
+where23)
+  # bench/device_run.sh where23 (as s22): where a 512-token prefill step's time goes (kernel_probe by kernel, f32;
+  # prefill_profile's phases and cProfile, f32 and q4res) beside llama.cpp's pp512 at depth 0 and 1024
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 150 python3 bench/kernel_probe.py --model $M --kv f32 --prefill 512 --reps 50 \
+      --out "$OUT/probe_prefill_f32.json" 2>&1 | grep -v -i warn | head -40
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/prefill_profile.py --model $M --kv $kv --top 30 \
+        --out "$OUT/phases_$kv.json" 2>&1 | grep -v -i warn | head -70 | cut -c1-180
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  ;;
 s22)
   # bench/device_run.sh s22 [ROUNDS] (after `part part00`, carrying the model's last part .model/part01 too; carry .whl .gl .ll
   # .before; .before = main; the GGUF split in two: head -c 55000000, tail -c +55000001): ROUNDS (default 3) rounds22
