@@ -123,6 +123,16 @@ rounds22() {
     llama_tg "llama r$round"
   done
 }
+# decode_rounds ROUNDS: ROUNDS rounds at 1K (decode 256 after 1,024) of main's f32 (.before), this tree's f32 and q4res,
+# then llama.cpp's tg128 at depth 1024 (final20, k21, final23)
+decode_rounds() {
+  for round in $(seq "$1"); do
+    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
+    quick_decode "$AFTER" "f32_this_$round" 1024 --kv f32 --label "this f32 r$round"
+    quick_decode "$AFTER" "q4res_this_$round" 1024 --kv q4res --label "this q4res r$round"
+    llama_tg "llama r$round"
+  done
+}
 # prefill23 ROUNDS: prefill 512 of main (.before) and this tree, f32 and q4res (best of 5 interleaved in one process),
 # ROUNDS rounds alternating (s23, final23)
 prefill23() {
@@ -160,12 +170,7 @@ final23)
   # f32 and q4res and llama.cpp's tg128 at depth 1024; final17hf's table (Hugging Face, llama.cpp pp512); 8K
   M=$(model_and_peer)
   prefill23 1
-  for round in $(seq "${2:-3}"); do
-    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
-    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
-    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
-    llama_tg "llama r$round"
-  done
+  decode_rounds "${2:-3}"
   hf_table
   eight_k
   ;;
@@ -272,12 +277,7 @@ k21)
     done
   done
   (cd bench && PYTHONPATH=$AFTER timeout 100 python3 head_probe.py --out "$OUT/head_probe.json" 2>&1 | grep -v -i warn)
-  for round in $(seq "${2:-2}"); do
-    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
-    quick_decode "$AFTER" "f32_this_$round" 1024 --kv f32 --label "this f32 r$round"
-    quick_decode "$AFTER" "q4res_this_$round" 1024 --kv q4res --label "this q4res r$round"
-    llama_tg "llama r$round"
-  done
+  decode_rounds "${2:-2}"
   ;;
 where21)
   # bench/device_run.sh where21 (after the part calls; carry .whl .gl .ll): a decode step at 1K (f32) by kernel with the
@@ -680,13 +680,7 @@ final20)
   # bench/device_run.sh final20 [ROUNDS] (as s20): ROUNDS rounds of main's and this tree's f32 and this tree's q4res
   # decode at 1K beside llama.cpp (final19's rounds), final17hf's table with main's q4res row, 8K beside llama.cpp
   M=$(model_and_peer)
-  B=$PWD/.site:$PWD/.before/runtime
-  for round in $(seq "${2:-3}"); do
-    BENCH=.before/bench quick_decode "$B" "f32_main_$round" 1024 --kv f32 --label "main f32 r$round"
-    quick_decode "$AFTER" "f32_after_$round" 1024 --kv f32 --label "this f32 r$round"
-    quick_decode "$AFTER" "q4res_after_$round" 1024 --kv q4res --label "this q4res r$round"
-    llama_tg "llama r$round"
-  done
+  decode_rounds "${2:-3}"
   hf_table "$B"
   eight_k
   ;;
