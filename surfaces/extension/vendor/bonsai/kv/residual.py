@@ -70,12 +70,10 @@ class Residual:
         return int(self.bufs[0].size)
 
     # ---- GPU side, while recording ---------------------------------------------------------
-    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> list[int]:
+    def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> None:
         """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
-        there); quantise every group they fill into `slot(win)` and copy the result into staging.
-        Returns the group starts quantised."""
+        there); quantise every group they fill into `slot(win)` and copy the result into staging."""
         G = self.layout.group
-        filled = []
         p = e.pos
         while p < e.pos + e.n:
             g0 = p - p % G
@@ -83,10 +81,8 @@ class Residual:
             self._to_residual(layer, e, staging, p, end, copied)
             if end == g0 + G:
                 self._quantise(layer, g0, slot(g0 // self.layout.window), staging, one_step=e.n == 1)
-                filled.append(g0)
                 self.gpu_start[layer] = end
             p = end
-        return filled
 
     def _to_residual(self, layer: int, e: Entry, staging: Staging, p: int, end: int, copied: bool = False,
                      role: str = RESIDUAL_ROLE) -> None:
