@@ -1,5 +1,6 @@
-"""One-position f32 rows: the store kernel's second copy (into the slot, or the q4res residual) replaces
-the scatter dispatch with the same bits everywhere: logits, host master, the slot and residual buffers."""
+"""f32 rows within a window (one position, or a prompt's batch): the store kernel's second copy (into the slot,
+or the q4res residual) replaces the scatter dispatch with the same bits everywhere: logits, host master, the
+slot and residual buffers."""
 
 from __future__ import annotations
 
@@ -23,13 +24,25 @@ def engine(request, gpu, tmp_path, monkeypatch):
     return engine
 
 
-def _decode(engine, fuse: bool):
-    """(logits bits of every step, host master, every slot and residual buffer, dispatches)."""
+def _fresh(engine, fuse: bool) -> None:
     engine.reset()
     for host in engine.cache.master.layers:
         host[:] = bytes(len(host))
     engine.cache.fuse_store = fuse
     engine.model.forget_tapes()
+
+
+def _state(engine, rows, dispatches):
+    """(logits bits, host master, every slot and residual buffer, dispatches)."""
+    c = engine.cache
+    bufs = [engine.gpu.read(b) for b in c._slots.resident.values()]
+    bufs += [engine.gpu.read(b) for b in (c.residual.bufs if c.residual is not None else [])]
+    return np.array(rows), b"".join(bytes(h) for h in c.master.layers), bufs, dispatches
+
+
+def _decode(engine, fuse: bool):
+    """(logits bits of every step, host master, every slot and residual buffer, dispatches)."""
+    _fresh(engine, fuse)
     engine.prefill_argmax([3, 1, 4, 1, 5, 9])
     before = engine.gpu.dispatch_count
     tok, rows = 2, []
@@ -37,11 +50,25 @@ def _decode(engine, fuse: bool):
         row = np.asarray(engine._step([tok]))[0]
         rows.append(row.view(np.uint32).copy())
         tok = int(row.argmax())
-    dispatches = engine.gpu.dispatch_count - before
-    c = engine.cache
-    bufs = [engine.gpu.read(b) for b in c._slots.resident.values()]
-    bufs += [engine.gpu.read(b) for b in (c.residual.bufs if c.residual is not None else [])]
-    return np.array(rows), b"".join(bytes(h) for h in c.master.layers), bufs, dispatches
+    return _state(engine, rows, engine.gpu.dispatch_count - before)
+
+
+# Prompt batches of 20 and 24 tokens inside the first 64-position window, then 22 across into the second (store
+# and scatter there: the rows do not lie back to back in one slot).
+BATCHES = (20, 24, 22)
+
+
+def _prefill(engine, fuse: bool):
+    """(logits bits of every batch's every token, host master, every slot and residual buffer, dispatches)."""
+    _fresh(engine, fuse)
+    before = engine.gpu.dispatch_count
+    rows, tok = [], 0
+    for n in BATCHES:
+        ids = [(tok + 7 * i) % 200 + 3 for i in range(n)]
+        out = np.asarray(engine._step(ids, all_logits=True))
+        rows.append(out.view(np.uint32).copy())
+        tok = int(out[-1].argmax())
+    return _state(engine, np.concatenate(rows), engine.gpu.dispatch_count - before)
 
 
 def test_the_store_kernels_second_copy_equals_the_scatter(engine):
@@ -50,11 +77,20 @@ def test_the_store_kernels_second_copy_equals_the_scatter(engine):
     assert fused[3] == plain[3] - STEPS * engine.cfg.n_layers  # one dispatch fewer per layer and step
 
 
-def test_a_second_copy_one_row_off_is_caught(engine, monkeypatch):
+def test_a_prompts_batches_copy_twice_where_their_rows_lie_in_one_window(engine):
+    """f32: the two batches inside the first window take no scatter dispatch (one fewer per layer each); the one
+    across windows keeps it. q4res batches quantise their groups from staging (`Appender._append_batch`): no
+    scatter either way."""
+    plain, fused = _prefill(engine, False), _prefill(engine, True)
+    assert np.array_equal(fused[0], plain[0]) and fused[1] == plain[1] and fused[2] == plain[2]
+    fewer = 2 * engine.cfg.n_layers if engine.cache.layout.mode.name == "f32" else 0
+    assert fused[3] == plain[3] - fewer
+
+
+def _second_copy_one_row_late(engine, monkeypatch) -> None:
     """Mutation: the store kernel's second copy lands one row late (its destination words shifted)."""
     from bonsai.kv.store.store import Store
 
-    plain = _decode(engine, False)
     real = Store.record
 
     def shifted(self, *a, also=None, **kw):
@@ -65,5 +101,19 @@ def test_a_second_copy_one_row_off_is_caught(engine, monkeypatch):
 
     monkeypatch.setattr(Store, "record", shifted)
     engine.model.replay = False  # a read inside a step would end its tape anyway
+
+
+def test_a_second_copy_one_row_off_is_caught(engine, monkeypatch):
+    plain = _decode(engine, False)
+    _second_copy_one_row_late(engine, monkeypatch)
     fused = _decode(engine, True)
+    assert not (np.array_equal(fused[0], plain[0]) and fused[2] == plain[2])
+
+
+@pytest.mark.parametrize("engine", ["f32"], indirect=True)
+def test_a_batchs_second_copy_one_row_off_is_caught(engine, monkeypatch):
+    """The same mutation in a prompt's batches (q4res batches take no second copy)."""
+    plain = _prefill(engine, False)
+    _second_copy_one_row_late(engine, monkeypatch)
+    fused = _prefill(engine, True)
     assert not (np.array_equal(fused[0], plain[0]) and fused[2] == plain[2])
