@@ -53,7 +53,7 @@ class Appender:
 
     def epilogue_rows(self, layer: int, pos: int, n: int, fuse: bool) -> EpilogueRows | None:
         """`KVCache.epilogue_rows` (range checked)."""
-        if not self._copies_twice(n, fuse):
+        if not self._copies_twice(pos, n, fuse):
             return None
         self._restart_residual(layer, pos)
         entry = self._book(layer, pos, n)
@@ -79,11 +79,14 @@ class Appender:
             self.sync_host()
         return stg.book_rows(layer, pos, n)
 
-    def _copies_twice(self, n: int, fuse: bool) -> bool:
-        """One position of f32 rows: the store kernel (or the QKV epilogue) also writes them where the scatter
-        would copy them (the slot, or for K and V both grouped the residual), one dispatch instead of two."""
-        mode = self.layout.mode
-        return fuse and n == 1 and self.store.f32_rows and (not mode.grouped or mode.v_residual)
+    def _copies_twice(self, pos: int, n: int, fuse: bool) -> bool:
+        """f32 rows of positions [pos, pos+n) in one window: the store kernel (or for one position the QKV
+        epilogue) also writes them where the scatter would copy them (the slot, or for K and V both grouped the
+        residual: a chunk lies in one group there), one dispatch instead of two. Their rows lie back to back in
+        both places, as the store kernel's second copy writes them."""
+        mode, window = self.layout.mode, self.layout.window
+        return (fuse and self.store.f32_rows and (not mode.grouped or mode.v_residual)
+                and pos // window == (pos + n - 1) // window)
 
     def _also(self, layer: int, pos: int, entry: Entry) -> tuple[Any, Any]:
         """(buffer, step-parameter words) of that second copy of one position's rows."""
@@ -119,7 +122,7 @@ class Appender:
     def _append_chunk(self, layer: int, k_buf: Any, v_buf: Any, pos: int, n: int, src_pos: int, fuse: bool) -> None:
         stg = self.staging
         entry = self._book(layer, pos, n)
-        also = self._also(layer, pos, entry) if self._copies_twice(n, fuse) else None
+        also = self._also(layer, pos, entry) if self._copies_twice(pos, n, fuse) else None
         self.store.record(k_buf, v_buf, n, stg.buffer, entry.word, stg.flags, entry.flag, src_pos, also=also)
         self._after_store(layer, pos, n, entry, copied=also is not None)
 

@@ -71,7 +71,7 @@ class KVCache:
         self.requested_staging_positions = staging_positions
         self._variant = variant
         self.handover_steps = handover_steps  # decode steps that may be parked between syncs (`park`)
-        self.fuse_store = True  # one-position f32 rows: the store kernel writes the slot/residual copy too
+        self.fuse_store = True  # f32 rows within a window: the store kernel writes the slot/residual copy too
         self._bind(gpu)
 
     @property
@@ -137,8 +137,8 @@ class KVCache:
     def epilogue_rows(self, layer: int, pos: int, n: int) -> EpilogueRows | None:
         """Book the staging entry of appending [pos, pos+n) to `layer` and say where its rows and flags go,
         for a QKV matmul that writes them in its epilogue (`bonsai.ops.qkv_store`) before `append(...,
-        stored=...)`; None (nothing booked) where the store kernel must run: not one position of f32 rows
-        with a second copy (`fuse_store`)."""
+        stored=...)`; None (nothing booked) where the store kernel must run: not f32 rows with a second copy
+        (`fuse_store`)."""
         self._check_range(layer, pos, n)
         return self._appender.epilogue_rows(layer, pos, n, self.fuse_store)
 
