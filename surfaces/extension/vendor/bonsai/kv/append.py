@@ -89,7 +89,7 @@ class Appender:
                 and pos // window == (pos + n - 1) // window)
 
     def _also(self, layer: int, pos: int, entry: Entry) -> tuple[Any, Any]:
-        """(buffer, step-parameter words) of that second copy of one position's rows."""
+        """(buffer, step-parameter words) of that second copy of the rows from `pos` (its K and V rows start there)."""
         lay, res = self.layout, self.residual
         if res is None:
             return (self.slots.get(layer, pos // lay.window, entry),
