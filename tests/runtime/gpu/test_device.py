@@ -9,6 +9,7 @@ import pytest
 
 from bonsai.errors import ShaderError
 from bonsai.gpu import shaders
+from bonsai.gpu.backend import PendingRead
 
 
 def test_upload_then_read_returns_the_same_bytes(gpu):
@@ -81,6 +82,49 @@ def test_read_soon_gives_the_bytes_as_they_were_when_it_started(gpu, monkeypatch
     assert pending.result(bytes) == old.tobytes() and gpu.read(buf, new.nbytes) == new.tobytes()
     with pytest.raises(RuntimeError, match="already taken"):
         pending.result(bytes)
+
+
+def _queued_read_is_of_then(gpu) -> bool:
+    """Whether a read recorded by `read_queued` gives the buffer as it was then, not after a later write."""
+    old, new = np.arange(64, dtype=np.uint32), np.arange(64, 128, dtype=np.uint32)
+    buf = gpu.upload(old)
+    pending = gpu.read_queued(buf, old.nbytes)
+    gpu.write(buf, new)
+    return pending.result(bytes) == old.tobytes() and gpu.read(buf, new.nbytes) == new.tobytes()
+
+
+@pytest.mark.parametrize("readback_max", [1 << 26, 64], ids=["kept buffers", "above READBACK_MAX"])
+def test_read_queued_gives_the_bytes_as_they_were_when_it_was_recorded(gpu, monkeypatch, readback_max):
+    import bonsai.gpu.device as device
+
+    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    assert _queued_read_is_of_then(gpu)
+
+
+def test_a_queued_read_that_copies_when_asked_is_caught(gpu, monkeypatch):
+    """Mutation: the copy made when the bytes are asked for (after the later write)."""
+    monkeypatch.setattr(gpu, "read_queued", lambda buf, n, off=0: PendingRead(lambda use: use(memoryview(
+        gpu.read(buf, n, off)))))
+    assert not _queued_read_is_of_then(gpu)
+
+
+def test_a_queued_read_maps_without_wgpu_pys_poll_thread(gpu, monkeypatch):
+    """Its buffer is mapped through wgpu-native (`native_map`), never by wgpu-py's map_async, whose poll thread
+    holds back the submits recorded meanwhile; several in flight map in any order of asking."""
+    if not hasattr(gpu, "_soon_free"):
+        pytest.skip("the native backend's read_queued")
+    bufs = [gpu.upload(np.full(16, i, np.uint32)) for i in range(3)]
+    pending = [gpu.read_queued(b, 64) for b in bufs]
+    gpu.flush()
+    rb_type = type(gpu._readback)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("wgpu-py's map_async")
+
+    monkeypatch.setattr(rb_type, "map_async", refuse)
+    monkeypatch.setattr(rb_type, "map_sync", refuse)
+    got = [np.frombuffer(pending[i].result(bytes), np.uint32)[0] for i in (2, 0, 1)]
+    assert got == [2, 0, 1] and len(gpu._soon_free) >= 3  # every buffer back for the next reads
 
 
 def test_write_at_offset_changes_only_that_range(gpu):
