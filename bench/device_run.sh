@@ -46,6 +46,8 @@
 #   bench/device_run.sh spy21       # the decode loop's host time by function (py-spy --native; carry .spy)
 #   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
 #   bench/device_run.sh final22 [N] # session 22's head: main / this f32 (every 0, 15) / q4res at 1K, llama.cpp; HF table; 8K
+#   bench/device_run.sh s24 [N]     # session 24: prompts read ahead or not, prefill main / this (N rounds), llama.cpp pp512
+#   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
 #   bench/device_run.sh tiles23 [N] # session 23: the prompt fold of this tree and each .var/NAME/runtime (kernel_probe, 512-token prefill)
@@ -149,6 +151,23 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s24)
+  # bench/device_run.sh s24 [ROUNDS] (as s23; .before = main): prompts with and without reading their first layers'
+  # rows ahead (read_ahead_bench, f32 and q4res, 512 and 2,048 tokens, one process each); prefill23 ROUNDS (default 2);
+  # llama.cpp's pp512 at depth 0 and 1024; decode_rounds 1
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 240 python3 bench/read_ahead_bench.py --model $M --out "$OUT/read_ahead.json" 2>&1 \
+      | grep -E "^\||prompt tok/s"
+  prefill23 "${2:-2}"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  decode_rounds 1
+  ;;
+dec24)
+  # bench/device_run.sh dec24 [ROUNDS] (as s24): decode_rounds ROUNDS (default 2): main's f32, this tree's f32 and q4res
+  # at 1K beside llama.cpp's tg128 at depth 1024
+  M=$(model_and_peer)
+  decode_rounds "${2:-2}"
+  ;;
 s23)
   # bench/device_run.sh s23 [ROUNDS] (as s22; .before = main): the prompt fold by kernel, main and this tree; prefill23
   # ROUNDS (default 2); the prompt step's phases; llama.cpp pp512
