@@ -96,13 +96,13 @@ def _handover_bytes_read(engine, monkeypatch) -> tuple[int, int]:
 
     def spy(real):
         def spied(self, also):
-            real_read, real_soon = self.gpu.read_with, self.gpu.read_soon  # every read goes through them
+            real_read, real_soon = self.gpu.read_with, self.gpu.read_queued  # every read goes through them
             self.gpu.read_with = lambda buf, n, use, off=0: read.append(n) or real_read(buf, n, use, off)
-            self.gpu.read_soon = lambda buf, n, off=0: read.append(n) or real_soon(buf, n, off)
+            self.gpu.read_queued = lambda buf, n, off=0: read.append(n) or real_soon(buf, n, off)
             try:
                 return real(self, also)
             finally:
-                del self.gpu.read_with, self.gpu.read_soon
+                del self.gpu.read_with, self.gpu.read_queued
         return spied
 
     monkeypatch.setattr(Handover, "readback", spy(Handover.readback))
@@ -202,11 +202,11 @@ def test_a_stop_with_a_block_in_flight_rewinds_to_the_same_position(engine):
 
 
 def test_a_read_that_waits_until_the_next_block_is_recorded_is_caught(engine, monkeypatch):
-    """Mutation: a `read_soon` that copies only when its result is asked for reads the buffers after the
+    """Mutation: a `read_queued` that copies only when its result is asked for reads the buffers after the
     block recorded ahead has overwritten them (its ids, its parked rows)."""
     one = _run(engine, 1)
     gpu = engine.gpu
-    monkeypatch.setattr(gpu, "read_soon", lambda buf, n, off=0: PendingRead(lambda use: use(
+    monkeypatch.setattr(gpu, "read_queued", lambda buf, n, off=0: PendingRead(lambda use: use(
         memoryview(gpu.read(buf, n, off)))), raising=False)
     assert _run(engine, 16, ahead=1) != one
 
