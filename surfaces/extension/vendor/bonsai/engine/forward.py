@@ -87,6 +87,10 @@ class GpuModel:
         # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
         # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
         self.batch_submit_every = BATCH_SUBMIT_EVERY
+        # and each of those submits starts reading the rows recorded so far (`KVCache.read_ahead`), so the step's
+        # sync commits the first layers' rows to the host master while the GPU works on the last ones. Only where
+        # a read can stay in flight on a GPU of its own (on CPU adapters the "GPU" is the host's cores)
+        self.read_ahead = gpu.reads_in_flight and not gpu.is_cpu
         # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
         # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
         # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
@@ -188,6 +192,8 @@ class GpuModel:
         every = self.submit_every if t == 1 else self.batch_submit_every
         for layer, lw in enumerate(self.w.layers):
             if every and layer and layer % every == 0:
+                if t > 1 and self.read_ahead:
+                    self.cache.read_ahead()  # the rows of the layers so far go with this submit
                 g.flush()
             roped, stored = False, None
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm and RoPE in it, where the kernel can)

@@ -46,6 +46,7 @@ class BrowserGpu(Recorder):
         self._copy_args: dict[tuple, tuple[Any, Any, Any, tuple[Any, Any]]] = {}  # _encode_copy_to_texture's
         self.lost: str | None = None
         self.limits = browser_limits(device.limits)
+        self.reads_in_flight = False  # read_soon reads now (`read_soon`)
         # JS keeps these callbacks; the proxies live as long as this object.
         self._on_lost_proxy = self._create_proxy(self._on_lost)
         device.lost.then(self._on_lost_proxy)
@@ -113,6 +114,10 @@ class BrowserGpu(Recorder):
     def read_soon(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
         """`read` now (a read left in flight would need the page's event loop between steps)."""
         return ready_read(self.read(buf, nbytes, offset))
+
+    def read_queued(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """`read` now, as `read_soon`."""
+        return self.read_soon(buf, nbytes, offset)
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""

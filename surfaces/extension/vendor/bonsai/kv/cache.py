@@ -233,7 +233,8 @@ class KVCache:
         also=(buffer, nbytes), nbytes <= 256: the first nbytes of `buffer` come back in the same
         readback and are returned (the engine's sampled tokens: one GPU round trip, not two).
         Raises NonFiniteKVError (naming layer and position) for rows with NaN/inf, or whose scale (or
-        min) overflows f16; nothing of that readback is committed then.
+        min) overflows f16; nothing of that read is committed then (rows read ahead before it may be:
+        `Staging.readback`).
         """
         self._finish_in_flight(None)
         rows: list[Rows] = []
@@ -242,14 +243,22 @@ class KVCache:
             rows, extra = self._handover.readback(also)
             also = None
 
+        parked = [rows]  # committed with the first of the staged reads (every read is validated before it)
+
         def commit(more: list[Rows]) -> None:  # the staged rows are views of the read-back memory: commit now
-            self._commit(rows + more)
+            self._commit(parked.pop() + more if parked else more)
 
         if also is not None or self._staging.pending or not rows:
             extra = self._staging.readback(also, commit) or extra
         else:
             commit([])
         return extra
+
+    def read_ahead(self) -> bool:
+        """Start reading the rows recorded so far (a batch's first layers: `Staging.read_ahead`) so that the next
+        sync commits them while the GPU still works on the rest; False where nothing new was booked. Only where
+        reads can be in flight (`reads_in_flight`): elsewhere the read would wait for the GPU now."""
+        return self._staging.read_ahead()
 
     def sync_host_soon(self, also: tuple[Any, int] | None = None) -> SyncInFlight:
         """`sync_host` whose readback is started now and committed by the answer's `finish()` (which returns

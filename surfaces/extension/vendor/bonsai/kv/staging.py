@@ -5,14 +5,20 @@ staging area; grouped modes also copy each group the group kernel quantised ther
 groups it completes before its rows, so the host takes them first). `readback`
 brings everything booked since the last one back in a single read, validates every row before any
 is committed, and hands the rows over in booking order.
+
+A long batch may start reading its first rows early (`read_ahead`, between the layers of a prompt step):
+`readback` then takes those reads first, each validated and handed over before the next, so the host's
+copy of the first layers' rows overlaps the GPU's work on the last ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
-from ..gpu.backend import round_up
+from ..gpu.backend import PendingRead, round_up
 from .errors import KVError, NonFiniteKVError
 from .layout import Layout
 
@@ -43,6 +49,17 @@ class Entry(NamedTuple):
 
 
 Rows = tuple[Entry, memoryview, memoryview]  # an entry and its K and V rows as read back
+
+
+class AheadRead(NamedTuple):
+    """A read started by `Staging.read_ahead`: `entries`' rows from staging word `word` (`words` of them), then
+    their flags (the flag buffer's from `flag`), copied after the rows."""
+
+    entries: list[Entry]
+    word: int
+    flag: int
+    words: int
+    read: PendingRead
 
 
 def coalesce(rows: list[Rows]) -> list[Rows]:
@@ -97,8 +114,10 @@ class Staging:
         # sums a row's flag parts there (bonsai.ops.qkv_store); zero between dispatches
         self.scratch = self.flag_capacity
         self.flags = gpu.buffer((self.flag_capacity + 2 * n_kv) * 4)
-        self.pending: list[Entry] = []
+        self.pending: list[Entry] = []  # booked and not yet handed over (reads started early included)
         self.used_words = self.used_flags = 0
+        self._ahead: list[AheadRead] = []  # `read_ahead`'s reads, oldest first: they cover pending[:len(...)]
+        self._read = (0, 0, 0)  # (entries, words, flags) the reads ahead cover, from the first
 
     def room_for(self, words: int, flags: int = 0) -> bool:
         return self.used_words + words <= self.capacity and self.used_flags + flags <= self.flag_capacity
@@ -139,50 +158,96 @@ class Staging:
         self.used_flags += flags
         return entry
 
-    def readback(self, also: tuple[Any, int] | None, commit: Callable[[list[Rows]], None]) -> bytes:
-        """One read of everything booked: `commit` gets [(entry, K rows, V rows)] in booking order, views of
-        the read-back memory valid only inside that call (no copy of a prompt's rows on the way); returns
-        the `also` bytes.
+    def read_ahead(self) -> bool:
+        """Start reading the rows booked since the last read began (their dispatches are recorded) while later
+        ones are recorded: their flags are copied after them in staging, and one `read_queued` brings both (its
+        copy is recorded now: the rows booked next overwrite those words only after it; it goes with the caller's
+        next submit). `readback` takes these reads first. False: nothing new to read (nothing recorded)."""
+        n_read, w0, f0 = self._read
+        if len(self.pending) == n_read:
+            return False
+        words, flags = self.used_words - w0, self.used_flags - f0
+        if flags:
+            self.gpu.copy(self.flags, f0 * 4, self.buffer, self.used_words * 4, flags * 4)
+        read = self.gpu.read_queued(self.buffer, (words + flags) * 4, w0 * 4)
+        self._ahead.append(AheadRead(self.pending[n_read:], w0, f0, words, read))
+        self._read = (len(self.pending), self.used_words, self.used_flags)
+        return True
 
-        Raises NonFiniteKVError naming the first flagged row; `commit` is not called then.
+    def readback(self, also: tuple[Any, int] | None, commit: Callable[[list[Rows]], None]) -> bytes:
+        """One read of everything booked (after the reads `read_ahead` started, taken first): `commit` gets
+        [(entry, K rows, V rows)] in booking order, views of the read-back memory valid only inside that
+        call (no copy of a prompt's rows on the way), once per read; returns the `also` bytes.
+
+        Raises NonFiniteKVError naming the first flagged row; `commit` is not called for its read nor any
+        after it (a read ahead's rows before it may have been handed over: the caller does not rely on any
+        position of the refused step, `bonsai.engine`).
         """
         if also is not None and not 0 < also[1] <= ALSO_BYTES:
             raise KVError(f"sync_host(also=...) carries 1..{ALSO_BYTES} bytes, got {also[1]}")
         if not self.pending:
             commit([])
             return self.gpu.read(also[0], also[1]) if also is not None else b""
-        pending, self.pending = self.pending, []
+        ahead, (n_read, w0, f0) = self._ahead, self._read
+        pending = self.pending[n_read:]
         used_words, used_flags = self.used_words, self.used_flags
+        self.pending, self._ahead, self._read = [], [], (0, 0, 0)
         self.used_words = self.used_flags = 0
-        self.gpu.copy(self.flags, 0, self.buffer, used_words * 4, used_flags * 4)
-        tail = (used_words + used_flags) * 4
+        for i, a in enumerate(ahead):
+            try:
+                a.read.result(partial(self._commit_read, commit, a))
+            except BaseException:
+                for rest in ahead[i + 1:]:  # hand their readback buffers back; nothing of them is committed
+                    with contextlib.suppress(Exception):
+                        rest.read.result(lambda raw: None)
+                raise
+        if not pending:
+            commit([])
+            return self.gpu.read(also[0], also[1]) if also is not None else b""
+        words, flags = used_words - w0, used_flags - f0
+        self.gpu.copy(self.flags, f0 * 4, self.buffer, used_words * 4, flags * 4)
+        tail = (words + flags) * 4
         if also is not None:
-            self.gpu.copy(also[0], 0, self.buffer, tail, round_up(also[1], 4))
+            self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
 
         def take(raw: memoryview) -> bytes:
             raw = raw.cast("B")
-            commit(self.rows(pending, raw[: used_words * 4], raw[used_words * 4: tail].cast("I")))
+            commit(self._read_rows(pending, raw[:tail], w0, f0, words))
             return bytes(raw[tail: tail + also[1]]) if also is not None else b""
 
-        return self.gpu.read_with(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0), take)
+        return self.gpu.read_with(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0), take,
+                                  w0 * 4)
+
+    def _commit_read(self, commit: Callable[[list[Rows]], None], a: AheadRead, raw: memoryview) -> None:
+        commit(self._read_rows(a.entries, raw, a.word, a.flag, a.words))
+
+    def _read_rows(self, pending: list[Entry], raw: memoryview, word: int, flag: int, words: int) -> list[Rows]:
+        """`rows` of a read of staging from word `word`: `words` words of rows, then their flags (from `flag`)."""
+        raw = raw.cast("B")
+        return self.rows(pending, raw[: words * 4], raw[words * 4:].cast("I"), word, flag)
 
     def take(self) -> tuple[list[Entry], int, int]:
         """(entries, words, flags) booked since the last readback, which the caller moves elsewhere on the
         GPU (`Handover.park`); staging is empty afterwards."""
+        if self._ahead:
+            raise KVError("staging: rows are being read ahead (a batch's); sync the host before parking a step")
         pending, used = self.pending, (self.used_words, self.used_flags)
         self.pending, self.used_words, self.used_flags = [], 0, 0
         return pending, *used
 
-    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview) -> list[Rows]:
+    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview, word: int = 0,
+             flag: int = 0) -> list[Rows]:
         """[(entry, K rows, V rows)] of `pending` from the staged words `data` and their `flags` as read
-        back; every flag is checked before anything is returned (NonFiniteKVError)."""
+        back (staging's from word `word` and flag `flag`); every flag is checked before anything is
+        returned (NonFiniteKVError)."""
         for e in pending:  # validate everything before committing anything
             if not e.group:
-                self._check_flags(e, flags[e.flag: e.flag + 2 * e.n * self.layout.n_kv])
+                self._check_flags(e, flags[e.flag - flag: e.flag - flag + 2 * e.n * self.layout.n_kv])
         out = []
         for e in pending:
-            k_end = (e.word + e.n * e.k_words) * 4
-            out.append((e, data[e.word * 4: k_end], data[k_end: (e.word + e.words) * 4]))
+            start = (e.word - word) * 4
+            k_end = start + e.n * e.k_words * 4
+            out.append((e, data[start: k_end], data[k_end: start + e.words * 4]))
         return out
 
     def _check_flags(self, e: Entry, f: memoryview) -> None:

@@ -24,6 +24,10 @@ class KVCacheAPI(Protocol):
     def sync_host(self, also: tuple[Any, int] | None = None) -> bytes:
         """Read back every row appended since the last sync into the host master (plus `also`'s bytes)."""
 
+    def read_ahead(self) -> bool:
+        """Start reading the rows recorded so far (a batch's first layers), taken first by the next sync;
+        False where nothing new was recorded."""
+
     def sync_host_soon(self, also: tuple[Any, int] | None = None) -> Any:
         """`sync_host` started now; the answer's `finish()` commits it and returns `also`'s bytes."""
 

@@ -108,6 +108,7 @@ class GpuBackend(Protocol):
     dispatch_count: int
     submits: int  # encoders submitted so far
     limits: Limits
+    reads_in_flight: bool  # `read_soon` returns before its bytes arrive (False: it reads now)
 
     @property
     def description(self) -> str: ...
@@ -146,6 +147,11 @@ class GpuBackend(Protocol):
         """Start reading `nbytes` of `buf` from `offset` after all recorded work and return at once: work
         recorded afterwards neither waits for the read nor delays it (the native backend; the browser's
         reads now)."""
+        ...
+
+    def read_queued(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """`read_soon` whose copy goes with the next submit and whose buffer is mapped only when `result` asks,
+        without holding back the submits recorded meanwhile (the native backend; the browser's reads now)."""
         ...
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import GpuUnavailableError, ShaderError
-from . import pass_ops
+from . import native_map, pass_ops
 from .backend import (
     TEXTURE_ROW_BYTES,
     TEXTURE_ROW_WORDS,
@@ -70,6 +70,7 @@ class Gpu(Recorder):
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
         self._soon_free: list[Any] = []  # MAP_READ buffers of `read_soon` not in use
+        self.reads_in_flight = True  # read_soon maps its own buffer while later work runs
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -257,6 +258,37 @@ class Gpu(Recorder):
             finally:
                 if rb.map_state == "mapped":
                     rb.unmap()
+                free.append(rb)
+
+        return PendingRead(finish)
+
+    def read_queued(self, buf: Any, nbytes: int, offset: int = 0) -> PendingRead:
+        """Record copying `nbytes` of `buf` from `offset` into a MAP_READ buffer of its own after everything
+        recorded so far, and return at once: the copy goes with the next submit, and the buffer is mapped only
+        when `result` asks (`native_map`: no poll thread, so the submits recorded meanwhile are not held back,
+        and a copy submitted early maps as soon as it is done). `read_soon` where that cannot be done."""
+        self._untaped()
+        span = round_up(nbytes, 4)
+        if span > READBACK_MAX or not native_map.available():  # (the class's: a counter wrapping both counts one)
+            return type(self).read_soon(self, buf, nbytes, offset)
+        free = self._soon_free
+        rb = next((b for b in free if b.size >= span), None)
+        if rb is None:
+            rb = self._readback_buffer(1 << (max(span, 256) - 1).bit_length())
+        else:
+            free.remove(rb)
+        self._end_pass()
+        encoder = self._open_encoder()
+        self._encode_copy(encoder, buf, offset, rb, 0, span)
+
+        def finish(use: Callable[[memoryview], T]) -> T:
+            if self._encoder is encoder:  # the copy is not submitted yet
+                self.flush()
+            mapped = native_map.NativeMap(self.device, rb, span)
+            try:
+                return use(mapped.view(self.is_lost)[:nbytes])
+            finally:
+                mapped.unmap()
                 free.append(rb)
 
         return PendingRead(finish)

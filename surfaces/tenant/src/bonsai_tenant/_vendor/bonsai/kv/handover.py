@@ -72,11 +72,13 @@ class Handover:
         return self._rows(parked, memoryview(self.gpu.read(self.buffer, size)), also)
 
     def start_readback(self, also: tuple[Any, int] | None) -> tuple[list[Entry], Callable[[], tuple[list[Rows], bytes]]]:
-        """`readback` started now (`read_soon`): the parked steps' entries, and a call that waits for their
-        rows. The handover is empty at once: the next steps park into it while the read is on its way (the
-        read's copy is ordered before their copies)."""
+        """`readback` started now (`read_queued`, submitted with the work before it): the parked steps' entries,
+        and a call that waits for their rows. The handover is empty at once: the next steps park into it while
+        the read is on its way (the read's copy is ordered before their copies), and their submits are not held
+        back by it (a `read_soon` map makes them wait for this block's GPU work: `bonsai.gpu.native_map`)."""
         size, parked = self._take(also)
-        pending = self.gpu.read_soon(self.buffer, size)
+        pending = self.gpu.read_queued(self.buffer, size)
+        self.gpu.flush()
         return [e for entries, _ in parked for e in entries], lambda: self._rows(parked, memoryview(pending.result(bytes)),
                                                                                  also)
 
