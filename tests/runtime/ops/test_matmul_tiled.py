@@ -79,6 +79,54 @@ def test_tiled_matches_the_reference_and_writes_only_its_output(gpu, monkeypatch
     assert np.all(rest == SENTINEL)
 
 
+@pytest.fixture
+def split_always(monkeypatch):
+    """K split into up to four parts of at least one chunk on every product (the default splits only grids of
+    fewer than SPLIT_GROUPS workgroups, in parts of four chunks or more)."""
+    monkeypatch.setattr(tiled, "SPLIT_GROUPS", 1 << 30)
+    monkeypatch.setattr(tiled, "MIN_PART_CHUNKS", 1)
+
+
+@pytest.mark.usefixtures("always_tiled", "split_always")
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(TYPES), tile=st.sampled_from(TILES), rows=st.integers(1, 150), chunks=st.integers(2, 9),
+       t=st.integers(1, 80), seed=st.integers(0, 2**16))
+def test_split_k_matches_the_reference_and_writes_only_its_output(gpu, monkeypatch, name, tile, rows, chunks, t, seed):
+    monkeypatch.setattr(tiled, "TILE", tile)
+    cols = chunks * (128 if name == "Q1_0" else 32)
+    raw, m = _upload(gpu, name, rows, cols, seed)
+    assert tiled.split_for(m, t, mm.OUT_PLAIN, tile) > 1
+    x = np.random.default_rng(seed + 1).standard_normal((t, cols)).astype(np.float32)
+    got, rest = _run_framed(gpu, m, x)
+    assert _within_bound(raw, name, x, got)
+    assert np.all(rest == SENTINEL)
+
+
+def test_split_k_parts_of_wo_and_down_at_a_prompt_step():
+    """The default model's shapes at 512 tokens: wo (576 x 576) and down (576 x 1536) in 72 tiles split four ways,
+    QKV and gate/up (split and SwiGLU stores) never; three chunks or a grid of SPLIT_GROUPS tiles not at all."""
+    class M:
+        def __init__(self, rows, cols):
+            self.rows, self.cols = rows, cols
+
+    wo, down, narrow = M(576, 576), M(576, 1536), tiled.Tile(64, 64, 4)
+    assert tiled.split_for(wo, 512, mm.OUT_PLAIN, narrow) == 4 and tiled.split_for(down, 512, mm.OUT_PLAIN, narrow) == 4
+    assert tiled.split_for(M(960, 576), 512, mm.OUT_SPLIT, tiled.Tile(64, 64, 8)) == 1
+    assert tiled.split_for(M(3072, 576), 512, mm.OUT_SWIGLU, tiled.Tile(64, 64, 8)) == 1
+    assert tiled.split_for(M(576, 96), 512, mm.OUT_PLAIN, narrow) == 1  # three chunks: no part of four
+    assert tiled.split_for(M(2048, 1536), 512, mm.OUT_PLAIN, narrow) == 1  # 256 tiles already
+
+
+@pytest.mark.usefixtures("always_tiled", "split_always")
+def test_split_k_accumulates_into_y_once(gpu):
+    raw, m = _upload(gpu, "Q4_1", 70, 160, seed=9)
+    x = np.random.default_rng(4).standard_normal((37, 160)).astype(np.float32)
+    plain = host.matmul_run(gpu, m, x)
+    base = np.random.default_rng(2).standard_normal((37, m.rows)).astype(np.float32)
+    assert np.allclose(host.matmul_run(gpu, m, x, accum_into=base), plain + base, rtol=0, atol=1e-5)
+    assert _within_bound(raw, "Q4_1", x, plain)
+
+
 @pytest.mark.parametrize("name", TYPES)
 def test_tiled_dequant_is_bit_exact(gpu, name):
     """x = identity (as many tokens as cols, so the batch takes the tiled kernel by itself): y = W^T exactly."""
@@ -167,8 +215,25 @@ def _framed_ok_tm8(gpu):
         tiled.TILE = saved
 
 
+def _split_ok(gpu):
+    """`_framed_ok` with K split in four parts (ragged: 9 chunks), then accumulated into y."""
+    saved = (tiled.SPLIT_GROUPS, tiled.MIN_PART_CHUNKS)
+    tiled.SPLIT_GROUPS, tiled.MIN_PART_CHUNKS = 1 << 30, 1
+    try:
+        raw, m = _upload(gpu, "Q8_0", 70, 288, seed=11)
+        x = np.random.default_rng(8).standard_normal((37, 288)).astype(np.float32)
+        assert tiled.split_for(m, 37, mm.OUT_PLAIN, tiled.tile_for(m)) == 4
+        got, rest = _run_framed(gpu, m, x)
+        base = np.random.default_rng(2).standard_normal((37, 70)).astype(np.float32)
+        acc = host.matmul_run(gpu, m, x, accum_into=base)
+        return (_within_bound(raw, "Q8_0", x, got) and bool(np.all(rest == SENTINEL))
+                and bool(np.allclose(acc, got + base, rtol=0, atol=1e-5)))
+    finally:
+        tiled.SPLIT_GROUPS, tiled.MIN_PART_CHUNKS = saved
+
+
 TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
-    ("no barrier between loading the tiles and using them", "workgroupBarrier();\n        if (c + 1u < nc)", "if (c + 1u < nc)",
+    ("no barrier between loading the tiles and using them", "workgroupBarrier();\n        if (c + 1u < c1)", "if (c + 1u < c1)",
      _framed_ok),
     ("no barrier before the next chunk overwrites the tiles", "workgroupBarrier();  // every invocation is done", "//",
      _framed_ok),
@@ -190,6 +255,14 @@ TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
      "let wh = ws[kk * (BM / 4u) + tr];", _framed_ok_tm8),
     ("activations of the wrong chunk", "x[(t0 + tok) * xs_ + xo + c * 8u + i % 8u]", "x[(t0 + tok) * xs_ + xo + i % 8u]",
      _framed_ok),
+    ("every part of K written over part 0", "y2[(z * p[2] + t) * p[0] + r] = v;", "y2[t * p[0] + r] = v;", _split_ok),
+    ("every part sums K to its end", "let c1 = (wid.z + 1u) * nc / SPLIT;", "let c1 = nc;", _split_ok),
+    ("every part starts at chunk 0", "let c0 = wid.z * nc / SPLIT;", "let c0 = 0u;", _split_ok),
+]
+SPLIT_SUM_MUTANTS = [
+    ("the last part left out of the sum", "for (var z = 1u; z < SPLIT; z++)", "for (var z = 1u; z + 1u < SPLIT; z++)"),
+    ("the sum written over y where it accumulates", "if (ACCUM) { y[yi] = y[yi] + s; }", "if (ACCUM) { y[yi] = s; }"),
+    ("the second part read from the first", "s = s + part[z * n * p[2] + i];", "s = s + part[i];"),
 ]
 
 
@@ -198,6 +271,14 @@ def test_tiled_mutant_is_caught(gpu, monkeypatch, what, old, new, check):
     assert check(gpu), "the unmutated kernel must pass the check"
     patch_shader(monkeypatch, gpu, "matmul_tiled.wgsl", old, new)
     assert not check(gpu), f"mutation not caught: {what}"
+
+
+@pytest.mark.usefixtures("always_tiled")
+@pytest.mark.parametrize("what,old,new", SPLIT_SUM_MUTANTS, ids=[m[0] for m in SPLIT_SUM_MUTANTS])
+def test_split_sum_mutant_is_caught(gpu, monkeypatch, what, old, new):
+    assert _split_ok(gpu), "the unmutated kernel must pass the check"
+    patch_shader(monkeypatch, gpu, "split_sum.wgsl", old, new)
+    assert not _split_ok(gpu), f"mutation not caught: {what}"
 
 
 @pytest.mark.usefixtures("always_tiled")
