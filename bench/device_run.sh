@@ -47,6 +47,8 @@
 #   bench/device_run.sh sub21 [N]   # decode with a submit every 15, 10, 0 layers (the other order from `submit`)
 #   bench/device_run.sh final22 [N] # session 22's head: main / this f32 (every 0, 15) / q4res at 1K, llama.cpp; HF table; 8K
 #   bench/device_run.sh s24 [N]     # session 24: prompts read ahead or not, prefill main / this (N rounds), llama.cpp pp512
+#   bench/device_run.sh split24     # session 24: prompts with and without split K; a prompt step by kernel, main / this
+#   bench/device_run.sh final24 [N] # session 24's head: prompt step by kernel, prefill and decode main / this, HF, 8K
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
@@ -153,14 +155,47 @@ B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 s24)
   # bench/device_run.sh s24 [ROUNDS] (as s23; .before = main): prompts with and without reading their first layers'
-  # rows ahead (read_ahead_bench, f32 and q4res, 512 and 2,048 tokens, one process each); prefill23 ROUNDS (default 2);
+  # rows ahead (prefill_ab.py, f32 and q4res, 512 and 2,048 tokens, one process each); prefill23 ROUNDS (default 2);
   # llama.cpp's pp512 at depth 0 and 1024; decode_rounds 1
   M=$(model_and_peer)
-  PYTHONPATH=$AFTER timeout 240 python3 bench/read_ahead_bench.py --model $M --out "$OUT/read_ahead.json" 2>&1 \
-      | grep -E "^\||prompt tok/s"
+  PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch read-ahead --model $M --out "$OUT/read_ahead.json" \
+      2>&1 | grep -E "^\||prompt tok/s"
   prefill23 "${2:-2}"
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
   decode_rounds 1
+  ;;
+split24)
+  # bench/device_run.sh split24 [GROUPS...] (as s24): prompts with and without split K (prefill_ab.py --switch split-k,
+  # f32 and q4res, 512 and 2,048 tokens), split until each GROUPS (default: the runtime's); a 512-token f32 prompt
+  # step by kernel (kernel_probe), main and this tree
+  M=$(model_and_peer)
+  for groups in ${@:2}; do
+    PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch split-k --split-groups $groups --model $M \
+        --out "$OUT/split_k_$groups.json" 2>&1 | grep -E "^\||prompt tok/s"
+  done
+  [ $# -gt 1 ] || PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch split-k --model $M \
+      --out "$OUT/split_k.json" 2>&1 | grep -E "^\||prompt tok/s"
+  for run in "$B main" "$AFTER this"; do
+    read -r path tree <<< "$run"
+    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv f32 --prefill 512 --reps 30 \
+        --out "$OUT/probe_prefill_f32_$tree.json" 2>&1 | grep -E "matmul|split_sum|whole step" | cut -c1-150 | sed "s/^/$tree: /"
+  done
+  ;;
+final24)
+  # bench/device_run.sh final24 [ROUNDS] (as s24): a 512-token f32 prompt step by kernel (kernel_probe) of main, this
+  # tree and this tree with K split up to eight ways; prefill23 1; decode_rounds ROUNDS (default 2); hf_table; eight_k
+  M=$(model_and_peer)
+  for run in "$B main 4" "$AFTER this 4" "$AFTER split8 8"; do
+    read -r path tree split <<< "$run"
+    PYTHONPATH=$path timeout 150 python3 -c "import sys, runpy; import bonsai.ops.tiled as t; t.MAX_SPLIT = $split
+sys.argv = ['kernel_probe.py', '--model', '$M', '--kv', 'f32', '--prefill', '512', '--reps', '30', '--out', '$OUT/probe_$tree.json']
+runpy.run_path('bench/kernel_probe.py', run_name='__main__')" 2>&1 | grep -E "matmul_tiled|split_sum|whole step" | cut -c1-150 \
+        | sed "s/^/$tree: /"
+  done
+  prefill23 1
+  decode_rounds "${2:-2}"
+  hf_table
+  eight_k
   ;;
 dec24)
   # bench/device_run.sh dec24 [ROUNDS] (as s24): decode_rounds ROUNDS (default 2): main's f32, this tree's f32 and q4res

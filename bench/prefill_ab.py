@@ -1,10 +1,12 @@
-"""Prompt tok/s with and without reading a step's first layers' rows ahead (`GpuModel.read_ahead`), interleaved.
+"""Prompt tok/s with one of the runtime's prefill switches off and on, interleaved in one process.
 
-One engine per KV mode; each round times one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and
-a user's first token) of every prompt length with read-ahead off, then on, so the ratio comes from one process
-on one warm device. Prints a table (best and median tok/s, on / off) and writes JSON.
+Switches: `read-ahead` (a prompt step reads its first layers' rows ahead, `GpuModel.read_ahead`), `split-k` (the
+tiled matmul splits K of products with few tiles, `tiled.SPLIT_GROUPS`). One engine per KV mode; each round times
+one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
+with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
+median tok/s, on / off) and writes JSON.
 
-    python bench/read_ahead_bench.py [--model PATH] [--kv f32,q4res] [--tokens 512,2048] [--rounds 5]
+    python bench/prefill_ab.py [--switch read-ahead] [--model PATH] [--kv f32,q4res] [--tokens 512,2048] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -17,14 +19,25 @@ from pathlib import Path
 from results_file import write_results
 
 from bonsai.engine.native import load_engine
+from bonsai.ops import tiled
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
-def time_prefill(engine, ids: list[int], ahead: bool) -> tuple[float, int]:
-    """(seconds, argmax id) of one prefill of `ids` from position 0 with read-ahead `ahead`."""
+SPLIT_ON = tiled.SPLIT_GROUPS  # split-k's "on" (--split-groups)
+
+
+def use(engine, switch: str, on: bool) -> None:
+    if switch == "read-ahead":
+        engine.model.read_ahead = on
+    else:
+        tiled.SPLIT_GROUPS = SPLIT_ON if on else None
+
+
+def time_prefill(engine, ids: list[int], switch: str, on: bool) -> tuple[float, int]:
+    """(seconds, argmax id) of one prefill of `ids` from position 0 with `switch` on or off."""
     engine.reset()
-    engine.model.read_ahead = ahead
+    use(engine, switch, on)
     t0 = time.perf_counter()
     tok = engine.prefill_argmax(ids)
     dt = time.perf_counter() - t0
@@ -34,38 +47,46 @@ def time_prefill(engine, ids: list[int], ahead: bool) -> tuple[float, int]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--switch", choices=("read-ahead", "split-k"), default="read-ahead")
+    p.add_argument("--split-groups", type=int, default=None,
+                   help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
     p.add_argument("--model", default=None)
     p.add_argument("--kv", default="f32,q4res", help="KV modes, comma-separated")
     p.add_argument("--tokens", default="512,2048", help="prompt lengths, comma-separated (512-token steps)")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "read_ahead.json"))
+    p.add_argument("--out", default=None, help="JSON path (default bench/results/prefill_ab_SWITCH.json)")
     a = p.parse_args()
     lengths = [int(t) for t in a.tokens.split(",")]
+    if a.split_groups is not None:
+        global SPLIT_ON
+        SPLIT_ON = a.split_groups
     rows = []
     for kv in a.kv.split(","):
         engine = load_engine(a.model, kv=kv, progress=False, warm_up=True, batch=512, max_positions=max(lengths) + 64)
         base = engine.tokenizer.encode(PROMPT)
         for n in lengths:
             ids = (base * (n // len(base) + 1))[:n]
-            toks = {ahead: time_prefill(engine, ids, ahead)[1] for ahead in (False, True)}  # warm both
+            toks = {on: time_prefill(engine, ids, a.switch, on)[1] for on in (False, True)}  # warm both
             runs: dict[bool, list[float]] = {False: [], True: []}
             for _ in range(a.rounds):
-                for ahead in (False, True):
-                    runs[ahead].append(time_prefill(engine, ids, ahead)[0])
+                for on in (False, True):
+                    runs[on].append(time_prefill(engine, ids, a.switch, on)[0])
             row = {"kv": kv, "tokens": n, "same_argmax": toks[False] == toks[True], "device": engine.gpu.description}
-            for ahead, name in ((False, "off"), (True, "on")):
-                row[f"{name}_best_tok_s"] = n / min(runs[ahead])
-                row[f"{name}_median_tok_s"] = n / statistics.median(runs[ahead])
-                row[f"{name}_runs_s"] = runs[ahead]
+            for on, name in ((False, "off"), (True, "on")):
+                row[f"{name}_best_tok_s"] = n / min(runs[on])
+                row[f"{name}_median_tok_s"] = n / statistics.median(runs[on])
+                row[f"{name}_runs_s"] = runs[on]
             rows.append(row)
-    print(f"{rows[0]['device']}: prompt tok/s, read-ahead off / on, {a.rounds} rounds interleaved")
+    use(engine, a.switch, True)
+    print(f"{rows[0]['device']}: prompt tok/s, {a.switch} off / on, {a.rounds} rounds interleaved")
     print("| kv | tokens | off best | on best | off median | on median | on / off (medians) | same argmax |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         print(f"| {r['kv']} | {r['tokens']} | {r['off_best_tok_s']:,.0f} | {r['on_best_tok_s']:,.0f} | "
               f"{r['off_median_tok_s']:,.0f} | {r['on_median_tok_s']:,.0f} | "
               f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} |")
-    write_results(a.out, {"rounds": a.rounds, "rows": rows})
+    out = a.out or Path(__file__).parent / "results" / f"prefill_ab_{a.switch}.json"
+    write_results(out, {"switch": a.switch, "split_groups": SPLIT_ON, "rounds": a.rounds, "rows": rows})
 
 
 if __name__ == "__main__":
