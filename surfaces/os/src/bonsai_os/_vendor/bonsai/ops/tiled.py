@@ -8,10 +8,12 @@ without a fused norm; decode steps keep the matvec.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GpuLimitError
+from ..gpu.limits import workgroups
 
 WORKGROUP_BYTES = 16384  # WebGPU's guaranteed maxComputeWorkgroupStorageSize: the tiles must fit it
 
@@ -89,13 +91,50 @@ def applies(m: Any, t: int, norm: bool) -> bool:
     return MIN_TOKENS is not None and t >= MIN_TOKENS and m.tex is None and not norm and m.cols % 32 == 0
 
 
-def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile) -> Any:
+# Split K of plain products (wo and down in the default model) until the grid has SPLIT_GROUPS workgroups, in parts
+# of at least MIN_PART_CHUNKS chunks, at most MAX_SPLIT parts: their 72 tiles of a 512-token step leave most of an
+# H100's 132 SMs idle (four parts: 57.5 -> 35.1 us a product plus 3.8 us for the sum, bench/NOTES.md session 24).
+# The QKV product (120 tiles, eight rows per invocation) split four ways gained nothing there (59.3 -> 55.3 + 3.9 us),
+# so the split and SwiGLU stores never split. None: never. split_sum.wgsl adds the parts, in part order.
+SPLIT_GROUPS: int | None = 256
+MAX_SPLIT, MIN_PART_CHUNKS = 4, 4
+_PARTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per device: the parts' buffer
+
+
+def split_for(m: Any, t: int, out: int, tile: Tile) -> int:
+    """Parts of K the tiled kernel sums apart for `t` tokens of `m` (1: none)."""
+    if SPLIT_GROUPS is None or out != 0:
+        return 1
+    groups, chunks, split = -(-m.rows // tile.bm) * -(-t // tile.bn), m.cols // 32, 1
+    while split < MAX_SPLIT and groups * split < SPLIT_GROUPS and chunks // (2 * split) >= MIN_PART_CHUNKS:
+        split *= 2
+    return split
+
+
+def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile, split: int = 1) -> Any:
     tile.check(gpu.limits.max_invocations)
     return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
-                      ACCUM=accum, OUT=out)
+                      ACCUM=accum, OUT=out, SPLIT=split)
 
 
 def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int) -> None:
     """Record the tiled product; `buffers` as matmul.wgsl binds them, without the norm weights."""
     tile = tile_for(m)
-    gpu.dispatch(kernel(gpu, m, accum, out, tile), buffers, (-(-m.rows // tile.bm), -(-t // tile.bn)))
+    groups = (-(-m.rows // tile.bm), -(-t // tile.bn))
+    split = split_for(m, t, out, tile)
+    if split == 1:
+        gpu.dispatch(kernel(gpu, m, accum, out, tile), buffers, groups)
+        return
+    w, x, y, prm, _, y3 = buffers
+    parts = _parts(gpu, split * t * m.rows * 4)
+    gpu.dispatch(kernel(gpu, m, False, out, tile, split), [w, x, y, prm, parts, y3], (*groups, split))
+    gpu.dispatch(gpu.kernel(__package__, "split_sum.wgsl", SPLIT=split, ACCUM=accum), [parts, y, prm],
+                 workgroups(t * m.rows, 256))
+
+
+def _parts(gpu: Any, nbytes: int) -> Any:
+    """The device's buffer for split K's parts, at least `nbytes` (grown as needed, kept for its later products)."""
+    buf = _PARTS.get(gpu)
+    if buf is None or int(buf.size) < nbytes:
+        buf = _PARTS[gpu] = gpu.buffer(nbytes)
+    return buf

@@ -23,6 +23,8 @@ const NW: u32 = 4u * BM / WG;    // weight items (a row's quarter chunk) each in
 const NX: u32 = 8u * BN / WG;    // activation items (a token's vec4) each invocation stages per chunk: 2 or 4
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
 const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate_i, up_i), 2 split into y, y2, y3
+const SPLIT: u32 = {{SPLIT}}u;   // parts of K (OUT 0 only): workgroup z sums chunks [z nc / SPLIT, (z + 1) nc / SPLIT)
+                                 // into part z of y2 ([SPLIT, t, n]); split_sum.wgsl adds the parts into y
 
 // params (u32), as matmul.wgsl: n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
 //               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
@@ -30,7 +32,7 @@ const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride)
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
 @group(0) @binding(3) var<storage, read> p: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2 only
+@group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2, or SPLIT's parts
 @group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
 
 var<workgroup> ws: array<vec4<f32>, 8u * BM>;  // [32 k][BM / 4 rows]: w of rows 4i .. 4i+3 at one k
@@ -147,7 +149,11 @@ fn stage(li: u32, it: Items) {
     }
 }
 
-fn store(r: u32, t: u32, v: f32) {
+fn store(r: u32, t: u32, v: f32, z: u32) {
+    if (SPLIT > 1u) {
+        y2[(z * p[2] + t) * p[0] + r] = v;
+        return;
+    }
     if (OUT == 2u) {
         store_split(r, t, v);
         return;
@@ -172,11 +178,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // Chunk c + 1's items are fetched into registers while chunk c is multiplied, so the workgroup does not
     // stand idle waiting for global memory between chunks. The same values land in ws and xs.
     let nc = k / 32u;
-    var items = fetch(li, 0u, r0, n, row_bytes, t0, nt, xs_, xo);
-    for (var c = 0u; c < nc; c++) {
+    let c0 = wid.z * nc / SPLIT;  // this workgroup's part of K: chunks [c0, c1)
+    let c1 = (wid.z + 1u) * nc / SPLIT;
+    var items = fetch(li, c0, r0, n, row_bytes, t0, nt, xs_, xo);
+    for (var c = c0; c < c1; c++) {
         stage(li, items);
         workgroupBarrier();
-        if (c + 1u < nc) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
+        if (c + 1u < c1) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
         for (var kk = 0u; kk < 32u; kk += 2u) {  // two k a round, their loads first (the same sums in k order)
             let xv = xs[kk * (BN / 4u) + tc];
             let wv = ws[kk * (BM / 4u) + tr];
@@ -208,7 +216,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             } else {
                 for (var i = 0u; i < 4u; i++) {
-                    if (rb + i < n) { store(rb + i, t, acc[4u * g + i][j]); }
+                    if (rb + i < n) { store(rb + i, t, acc[4u * g + i][j], wid.z); }
                 }
             }
         }
