@@ -69,7 +69,7 @@ class Gpu(Recorder):
         self.native_replay = True  # taped runs through pass_ops.replay_native (False: the pass's calls one by one)
         # made before any host page, so a page never leaves it without room in mappable memory
         self._readback = self._readback_buffer(64 << 10)
-        self._soon_free: list[Any] = []  # MAP_READ buffers of `read_soon` not in use
+        self._soon_free: dict[int, list[Any]] = {}  # MAP_READ buffers of `read_soon`/`read_queued` not in use, by size
         self.reads_in_flight = True  # read_soon maps its own buffer while later work runs
 
     # ---- construction -------------------------------------------------------------------
@@ -242,12 +242,7 @@ class Gpu(Recorder):
         span = round_up(nbytes, 4)
         if span > READBACK_MAX:  # no kept buffer that large: read now (later work must not change what is read)
             return ready_read(self.read(buf, nbytes, offset))
-        free = self._soon_free
-        rb = next((b for b in free if b.size >= span), None)
-        if rb is None:
-            rb = self._readback_buffer(1 << (max(span, 256) - 1).bit_length())
-        else:
-            free.remove(rb)
+        rb, free = self._soon_buffer(span)
         self._copy_out(buf, offset, rb, span)
         mapped = rb.map_async(self._wgpu.MapMode.READ, 0, span)
 
@@ -271,12 +266,7 @@ class Gpu(Recorder):
         span = round_up(nbytes, 4)
         if span > READBACK_MAX or not native_map.available():  # (the class's: a counter wrapping both counts one)
             return type(self).read_soon(self, buf, nbytes, offset)
-        free = self._soon_free
-        rb = next((b for b in free if b.size >= span), None)
-        if rb is None:
-            rb = self._readback_buffer(1 << (max(span, 256) - 1).bit_length())
-        else:
-            free.remove(rb)
+        rb, free = self._soon_buffer(span)
         self._end_pass()
         encoder = self._open_encoder()
         self._encode_copy(encoder, buf, offset, rb, 0, span)
@@ -292,6 +282,14 @@ class Gpu(Recorder):
                 free.append(rb)
 
         return PendingRead(finish)
+
+    def _soon_buffer(self, span: int) -> tuple[Any, list[Any]]:
+        """A MAP_READ buffer of at least `span` bytes not in use (a power of two, at least 256), and the free list
+        of its size, where the caller hands it back: one list per size, so a prompt step's reads ahead take
+        theirs without a walk over every buffer kept."""
+        size = 1 << (max(span, 256) - 1).bit_length()
+        free = self._soon_free.setdefault(size, [])
+        return (free.pop() if free else self._readback_buffer(size)), free
 
     def _copy_out(self, buf: Any, offset: int, rb: Any, span: int) -> None:
         """Copy `span` bytes of `buf` from `offset` into the MAP_READ buffer `rb` after everything recorded so
