@@ -70,9 +70,15 @@ def _run_framed(gpu, m, x, *, y_off=3, extra_cols=5, extra_rows=2):
 @given(name=st.sampled_from(TYPES), tile=st.sampled_from(TILES), rows=st.integers(1, 150), chunks=st.integers(1, 7),
        t=st.integers(1, 80), seed=st.integers(0, 2**16))
 def test_tiled_matches_the_reference_and_writes_only_its_output(gpu, monkeypatch, name, tile, rows, chunks, t, seed):
+    _check_framed(gpu, monkeypatch, name, tile, rows, chunks, t, seed, split=False)
+
+
+def _check_framed(gpu, monkeypatch, name, tile, rows, chunks, t, seed, *, split: bool) -> None:
+    """A random product within the reference bound, nothing written outside it (split: K in parts)."""
     monkeypatch.setattr(tiled, "TILE", tile)
     cols = chunks * (128 if name == "Q1_0" else 32)
     raw, m = _upload(gpu, name, rows, cols, seed)
+    assert not split or tiled.split_for(m, t, mm.OUT_PLAIN, tile) > 1
     x = np.random.default_rng(seed + 1).standard_normal((t, cols)).astype(np.float32)
     got, rest = _run_framed(gpu, m, x)
     assert _within_bound(raw, name, x, got)
@@ -92,14 +98,7 @@ def split_always(monkeypatch):
 @given(name=st.sampled_from(TYPES), tile=st.sampled_from(TILES), rows=st.integers(1, 150), chunks=st.integers(2, 9),
        t=st.integers(1, 80), seed=st.integers(0, 2**16))
 def test_split_k_matches_the_reference_and_writes_only_its_output(gpu, monkeypatch, name, tile, rows, chunks, t, seed):
-    monkeypatch.setattr(tiled, "TILE", tile)
-    cols = chunks * (128 if name == "Q1_0" else 32)
-    raw, m = _upload(gpu, name, rows, cols, seed)
-    assert tiled.split_for(m, t, mm.OUT_PLAIN, tile) > 1
-    x = np.random.default_rng(seed + 1).standard_normal((t, cols)).astype(np.float32)
-    got, rest = _run_framed(gpu, m, x)
-    assert _within_bound(raw, name, x, got)
-    assert np.all(rest == SENTINEL)
+    _check_framed(gpu, monkeypatch, name, tile, rows, chunks, t, seed, split=True)
 
 
 def test_split_k_parts_of_wo_and_down_at_a_prompt_step():
