@@ -49,6 +49,7 @@
 #   bench/device_run.sh s24 [N]     # session 24: prompts read ahead or not, prefill main / this (N rounds), llama.cpp pp512
 #   bench/device_run.sh split24     # session 24: prompts with and without split K; a prompt step by kernel, main / this
 #   bench/device_run.sh final24 [N] # session 24's head: prompt step by kernel, prefill and decode main / this, HF, 8K
+#   bench/device_run.sh ab24 SWITCH... # session 24: prefill_ab.py for each switch (read-ahead, split-k, submit-every-layer)
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
@@ -196,6 +197,14 @@ runpy.run_path('bench/kernel_probe.py', run_name='__main__')" 2>&1 | grep -E "ma
   decode_rounds "${2:-2}"
   hf_table
   eight_k
+  ;;
+ab24)
+  # bench/device_run.sh ab24 SWITCH... (as s24): prefill_ab.py for each SWITCH (f32 and q4res, 512 and 2,048 tokens)
+  M=$(model_and_peer)
+  for switch in ${@:2}; do
+    PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch $switch --model $M --out "$OUT/ab_$switch.json" \
+        2>&1 | grep -E "^\||prompt tok/s"
+  done
   ;;
 dec24)
   # bench/device_run.sh dec24 [ROUNDS] (as s24): decode_rounds ROUNDS (default 2): main's f32, this tree's f32 and q4res
