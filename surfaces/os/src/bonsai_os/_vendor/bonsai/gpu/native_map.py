@@ -20,6 +20,9 @@ from typing import Any
 NEEDED = ("wgpuBufferMapAsync", "wgpuBufferGetConstMappedRange", "wgpuBufferUnmap", "wgpuDevicePoll")
 POLL_PAUSE_S = 20e-6  # between non-blocking polls: lets a CPU adapter's own threads run
 LOST_CHECK_S = 0.5  # a map still pending this long: ask whether the device is lost (its callback may never come)
+# Maps whose callback has not run yet: kept alive here, since wgpu-native may still call it (with an error) when the
+# buffer or a lost device is dropped after `view` gave up waiting; cffi must not have freed it by then.
+_PENDING: set[NativeMap] = set()
 
 
 @cache
@@ -50,8 +53,10 @@ class NativeMap:
         def mapped(status: int, message: Any, _u1: Any, _u2: Any) -> None:
             text = ffi.string(message.data, message.length).decode(errors="replace") if message.data else ""
             self._status.append((status, text))
+            _PENDING.discard(self)
 
-        self._callback = mapped  # alive until it has fired
+        self._callback = mapped  # alive until it has fired (`_PENDING`)
+        _PENDING.add(self)
         info = ffi.new("WGPUBufferMapCallbackInfo *", {"mode": lib.WGPUCallbackMode_AllowProcessEvents,
                                                         "callback": mapped})
         lib.wgpuBufferMapAsync(self._buffer, lib.WGPUMapMode_Read, 0, size, info[0])
