@@ -18,7 +18,7 @@ from .options import load_engine, model_options
 @model_options
 @click.option("--max-tokens", type=click.IntRange(2), default=None, help="Score only the first N tokens.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: per position token, log-prob, argmax id.")
-def eval_cmd(file: str, model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int,
+def eval_cmd(file: str, model: str | None, kv: str, window: int | None, vram_budget: int | None, max_positions: int,
              max_tokens: int | None, as_json: bool) -> None:
     """Score FILE's text token by token (teacher forcing) and report its perplexity."""
     try:

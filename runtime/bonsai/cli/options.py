@@ -19,8 +19,10 @@ def model_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="KV cache mode (see README): auto = the adapter's default: q4res on a GPU (7x less "
                           "memory than f32 at +0.4% perplexity, ~0.95x f32's decode speed), f32 on a CPU adapter "
                           "(the reference; 4-bit rows cost more compute there); q8 near-lossless."),
-        click.option("--window", type=click.IntRange(1), default=2048, show_default=True,
-                     help="KV positions per GPU window (each costs two attention dispatches per layer)."),
+        click.option("--window", type=click.IntRange(1), default=None,
+                     help="KV positions per GPU window (each costs a decode step its own attention dispatches per "
+                          "layer). Default: the whole context on a GPU with the cache resident; 2048 under "
+                          "--vram-budget or on a CPU adapter."),
         click.option("--vram-budget", type=click.IntRange(1), default=None,
                      help="GPU bytes for KV windows (default: all resident)."),
         click.option("--max-positions", type=click.IntRange(1), default=2048, show_default=True,
@@ -45,7 +47,7 @@ def sampling_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def load_engine(model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int) -> Any:
+def load_engine(model: str | None, kv: str, window: int | None, vram_budget: int | None, max_positions: int) -> Any:
     from ..engine.native import load_engine as load
 
     return load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions, progress=True,

@@ -49,7 +49,7 @@ def _stream(engine: Any, ids: list[int], max_tokens: int, sampling: Any) -> Any:
 @model_options
 @sampling_options
 @click.option("--chat", is_flag=True, help="Wrap the prompt as a user turn in the model's chat template.")
-def run(prompt: str, model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int,
+def run(prompt: str, model: str | None, kv: str, window: int | None, vram_budget: int | None, max_positions: int,
         max_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, chat: bool) -> None:
     """Continue PROMPT (or answer it with --chat), streaming text to stdout; tokens/s go to stderr."""
     from ..engine import Sampling
@@ -66,7 +66,7 @@ def run(prompt: str, model: str | None, kv: str, window: int, vram_budget: int |
 @model_options
 @sampling_options
 @click.option("--system", default=None, help="A system message for the conversation.")
-def chat(model: str | None, kv: str, window: int, vram_budget: int | None, max_positions: int,
+def chat(model: str | None, kv: str, window: int | None, vram_budget: int | None, max_positions: int,
          max_tokens: int, temperature: float, top_k: int, top_p: float, seed: int, system: str | None) -> None:
     """Talk with the model in its chat template (ChatML). An empty line or /exit (or EOF) quits."""
     from ..engine import Sampling
