@@ -107,7 +107,7 @@ def bench_gpu(a, ids):
 
         "blocks_ahead": engine.blocks_ahead,
         "engine": f"bonsai GPU ({engine.gpu.description}, kv {a.kv}"
-                  + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {a.window}"
+                  + (f", attn {a.variant}" if a.variant != "auto" else "") + f", window {engine.window}"
                   + f", {a.resident_steps} steps/readback, {engine.blocks_ahead} ahead, batch {engine.batch}" + (f", block {a.block}" if a.block else "")
                   + (", merge apart" if a.no_fuse_merge else "")
                   + (", GPU kernels" if a.gpu_kernels else "") + f", prefill {prefill_rows[0]['kernel']}"
@@ -199,7 +199,8 @@ def main() -> None:
                    help="load without compiling the kernels first (the first request compiles them, as before)")
     p.add_argument("--label", default="", help="prefix for the engine column (e.g. the code version)")
     p.add_argument("--kv", default="f32", choices=sorted(MODES))
-    p.add_argument("--window", type=int, default=2048)
+    p.add_argument("--window", type=int, default=None,
+                   help="KV positions per window (default: the engine's, the whole context on a GPU)")
     p.add_argument("--no-reference", action="store_true")
     p.add_argument("--submit-every", type=int, default=None,
                    help="submit every N layers (0: once per step; default: the engine's)")

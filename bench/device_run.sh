@@ -50,6 +50,8 @@
 #   bench/device_run.sh split24     # session 24: prompts with and without split K; a prompt step by kernel, main / this
 #   bench/device_run.sh final24 [N] # session 24's head: prompt step by kernel, prefill and decode main / this, HF, 8K
 #   bench/device_run.sh ab24 SWITCH... # session 24: prefill_ab.py for each switch (read-ahead, split-k, submit-every-layer)
+#   bench/device_run.sh win24 W...  # session 24: decode at 8K with each window size W; a decode step at 8K by kernel
+#   bench/device_run.sh k24 [N]     # session 24: decode at 8K with the default window beside llama.cpp; decode_rounds N
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
@@ -205,6 +207,26 @@ ab24)
     PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch $switch --model $M --out "$OUT/ab_$switch.json" \
         2>&1 | grep -E "^\||prompt tok/s"
   done
+  ;;
+win24)
+  # bench/device_run.sh win24 [WINDOWS] (as s24): decode at 8K (128 after 8,000), f32 and q4res, with each window size
+  # (default 2048 8192), alternating; then a decode step at 8K by kernel (kernel_probe, f32, window 2048)
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    for window in ${@:2}; do
+      PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 8000 \
+          --new-tokens 128 --prefill-kernels tiled --batch 512 --prefill-repeats 1 --kv $kv --window $window \
+          --label "$kv window $window" --out "$OUT/win_${kv}_$window.json" 2>&1 | grep -i "bonsai GPU" | cut -c1-200
+    done
+  done
+  PYTHONPATH=$AFTER timeout 150 python3 bench/kernel_probe.py --model $M --kv f32 --context 8192 --reps 50 \
+      --out "$OUT/probe_8k.json" 2>&1 | grep -v -i warn | head -30 | cut -c1-140
+  ;;
+k24)
+  # bench/device_run.sh k24 [ROUNDS] (as s24): eight_k (this tree's default window) and decode_rounds ROUNDS (default 1)
+  M=$(model_and_peer)
+  eight_k
+  decode_rounds "${2:-1}"
   ;;
 dec24)
   # bench/device_run.sh dec24 [ROUNDS] (as s24): decode_rounds ROUNDS (default 2): main's f32, this tree's f32 and q4res
