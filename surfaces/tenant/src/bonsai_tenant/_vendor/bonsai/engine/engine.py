@@ -47,7 +47,7 @@ class Engine:
     opens a GGUF file on the native one.
     """
 
-    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = AUTO, window: int = 2048,
+    def __init__(self, reader: GGUFReader, cfg: ModelConfig, gpu: GpuBackend, *, kv: str = AUTO, window: int | None = None,
                  vram_budget: int | None = None, max_positions: int = 2048, batch: int | None = None,
                  progress: bool = True, cache_factory: Callable[..., KVCacheAPI] | None = None,
                  resident_steps: int = 16, blocks_ahead: int | None = None, warm_up: bool = False) -> None:
@@ -58,8 +58,10 @@ class Engine:
         self.resident_steps = resident_steps
         self.cache_factory = cache_factory
         # kv "auto": the adapter's default (bonsai.kv.default_mode: q4res on a GPU, f32 on a CPU adapter)
-        self.kv_mode, self.window, self.vram_budget = resolve_mode(kv, gpu), window, vram_budget
+        self.kv_mode, self.vram_budget = resolve_mode(kv, gpu), vram_budget
         self.max_positions = min(max_positions, cfg.context_length)
+        # positions per KV window (None: `kv.layout.default_window`, the whole context on a GPU without a budget)
+        self.window = self._window_for(window, gpu)
         # tokens per step (None: `forward.default_batch`, 512 on a GPU, 128 on a CPU adapter)
         self.requested_batch = self.batch = batch if batch is not None else default_batch(gpu)
         self.progress = progress
@@ -108,9 +110,22 @@ class Engine:
                                   self.max_positions, mode=self.kv_mode, window=self.window,
                                   vram_budget=self.vram_budget)
 
-    def use_cache(self, *, kv: str, window: int) -> None:
-        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (weights kept)."""
-        self.kv_mode, self.window = resolve_mode(kv, self.gpu), window
+    def _window_for(self, window: int | None, gpu: GpuBackend) -> int:
+        """`window`, or the default for this mode, adapter, context and budget (`kv.layout.default_window`)."""
+        if window is not None:
+            return window
+        from ..kv.format.modes import get_mode
+        from ..kv.layout import default_window
+
+        return default_window(get_mode(self.kv_mode), self.cfg.n_kv_heads, self.cfg.head_dim, self.max_positions,
+                              cpu=gpu.is_cpu, budget=self.vram_budget is not None,
+                              max_binding_bytes=gpu.max_binding_bytes)
+
+    def use_cache(self, *, kv: str, window: int | None = None) -> None:
+        """Start over with a new, empty KV cache in mode `kv` with `window`-position windows (None: the default
+        for the mode, `_window_for`; weights kept)."""
+        self.kv_mode = resolve_mode(kv, self.gpu)
+        self.window = self._window_for(window, self.gpu)
         self.cache = cache = self._new_cache()
         self.model = GpuModel(self.gpu, self.cfg, self.weights, cache, batch=self.batch)
         self.reset()

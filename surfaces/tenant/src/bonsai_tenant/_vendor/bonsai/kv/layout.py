@@ -11,6 +11,25 @@ from .errors import KVError
 from .format.modes import Mode
 from .format.rows import GROUP
 
+STREAM_WINDOW = 2048  # positions per window where windows stream (under a VRAM budget) and on CPU adapters
+WINDOW_ALIGN = 64  # a default window is a multiple of this: every grouped mode's group divides it
+
+
+def default_window(mode: Mode, n_kv: int, head_dim: int, max_positions: int, *, cpu: bool, budget: bool,
+                   max_binding_bytes: int) -> int:
+    """Positions per window when the caller gives none. On a GPU whose cache is wholly resident (no VRAM budget):
+    one window for the whole context, halved while its slot would not fit one storage binding (each window costs a
+    decode step its own fold dispatches in every layer: at 8K context four 2,048-position windows decoded at
+    0.69-0.77x one window of 8,192 on the H100, bench/NOTES.md session 24). STREAM_WINDOW under a VRAM budget (the
+    unit windows stream in) and on CPU adapters (the serial kernel reads slots through texture mirrors)."""
+    if cpu or budget:
+        return STREAM_WINDOW
+    window = -(-max_positions // WINDOW_ALIGN) * WINDOW_ALIGN
+    while (window > STREAM_WINDOW
+           and Layout(mode, 1, n_kv, head_dim, max_positions, window).slot_bytes > max_binding_bytes):
+        window = -(-window // 2 // WINDOW_ALIGN) * WINDOW_ALIGN
+    return window
+
 
 class Kind(Enum):
     """Which half of the cache: K rows or V rows."""
