@@ -205,6 +205,22 @@ def test_a_racy_merge_is_caught(gpu, monkeypatch, merge_path, old, new, kv_len, 
     assert any(not r.ok for r in results)
 
 
+@pytest.mark.parametrize(("old", "new"), [
+    ("let a15 = part_f32(block_fold(idx, r0 + k + 15u) + ACC_AT + j);",
+     "let a15 = part_f32(block_fold(idx, r0 + k + 14u) + ACC_AT + j);"),
+    ("let a7 = part_f32(block_fold(idx, r0 + k + 7u) + ACC_AT + j);\n            ba_s",
+     "let a7 = part_f32(block_fold(idx, r0 + k + 6u) + ACC_AT + j);\n            ba_s"),
+], ids=["sixteen at a time", "eight at a time"])
+def test_a_staged_fold_of_the_wrong_block_is_caught(gpu, monkeypatch, merge_path, old, new):
+    """Mutation: one of a round's block folds staged from its neighbour, in the loads sixteen at a time (a round of
+    32 blocks: a 300-position window of 8-position blocks) or the eight at a time after them (131 positions: 17
+    blocks, sixteen then one; 67 positions take eight then one)."""
+    cases = matrix(300, modes=("f32",), head_dims=(64,), prefill=1)
+    assert all(r.ok for r in run_matrix(gpu, cases, [300, 131, 67], variant="blocks"))
+    patch_shader(monkeypatch, gpu, MERGE_PATHS[merge_path], old, new)
+    assert any(not r.ok for r in run_matrix(gpu, cases, [300, 131, 67], variant="blocks"))
+
+
 def test_only_decode_steps_fold_and_merge_in_one_dispatch(gpu):
     """By default fold_merge serves one-token calls; a batch's windows take fold and merge_blocks.wgsl."""
     att = Attention(gpu, 8, 4, 64, "f32", variant="blocks")
