@@ -90,7 +90,9 @@ def main() -> None:
         driver.BLOCK = a.block  # read when the cache makes its Attention
     if a.old_prefill:
         tiled.MIN_TOKENS = None
-    engine = load_engine(a.model, kv=a.kv, progress=False, batch=max(128, a.prefill))
+    # room for the context, the greedy steps that tape the decode step, and the engine's usual 2,048 at least
+    engine = load_engine(a.model, kv=a.kv, progress=False, batch=max(128, a.prefill),
+                         max_positions=max(2048, a.context + a.prefill + 64))
     ids = engine.tokenizer.encode(PROMPT)
     ids = (ids * (1 + max(a.context, a.prefill) // len(ids)))[: max(a.context, a.prefill)]
     if a.prefill:
