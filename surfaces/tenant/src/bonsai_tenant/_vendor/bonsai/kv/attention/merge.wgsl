@@ -55,6 +55,40 @@ fn merge_window(idx: u32, j: u32) {
             bl_s[j] = part_f32(ob + L_AT);
         }
         var k = 0u;
+        for (; k + 16u <= cnt; k = k + 16u) {  // sixteen in flight at once: one wait for a round of 16 blocks
+            let a0 = part_f32(block_fold(idx, r0 + k) + ACC_AT + j);
+            let a1 = part_f32(block_fold(idx, r0 + k + 1u) + ACC_AT + j);
+            let a2 = part_f32(block_fold(idx, r0 + k + 2u) + ACC_AT + j);
+            let a3 = part_f32(block_fold(idx, r0 + k + 3u) + ACC_AT + j);
+            let a4 = part_f32(block_fold(idx, r0 + k + 4u) + ACC_AT + j);
+            let a5 = part_f32(block_fold(idx, r0 + k + 5u) + ACC_AT + j);
+            let a6 = part_f32(block_fold(idx, r0 + k + 6u) + ACC_AT + j);
+            let a7 = part_f32(block_fold(idx, r0 + k + 7u) + ACC_AT + j);
+            let a8 = part_f32(block_fold(idx, r0 + k + 8u) + ACC_AT + j);
+            let a9 = part_f32(block_fold(idx, r0 + k + 9u) + ACC_AT + j);
+            let a10 = part_f32(block_fold(idx, r0 + k + 10u) + ACC_AT + j);
+            let a11 = part_f32(block_fold(idx, r0 + k + 11u) + ACC_AT + j);
+            let a12 = part_f32(block_fold(idx, r0 + k + 12u) + ACC_AT + j);
+            let a13 = part_f32(block_fold(idx, r0 + k + 13u) + ACC_AT + j);
+            let a14 = part_f32(block_fold(idx, r0 + k + 14u) + ACC_AT + j);
+            let a15 = part_f32(block_fold(idx, r0 + k + 15u) + ACC_AT + j);
+            ba_s[k * HD + j] = a0;
+            ba_s[(k + 1u) * HD + j] = a1;
+            ba_s[(k + 2u) * HD + j] = a2;
+            ba_s[(k + 3u) * HD + j] = a3;
+            ba_s[(k + 4u) * HD + j] = a4;
+            ba_s[(k + 5u) * HD + j] = a5;
+            ba_s[(k + 6u) * HD + j] = a6;
+            ba_s[(k + 7u) * HD + j] = a7;
+            ba_s[(k + 8u) * HD + j] = a8;
+            ba_s[(k + 9u) * HD + j] = a9;
+            ba_s[(k + 10u) * HD + j] = a10;
+            ba_s[(k + 11u) * HD + j] = a11;
+            ba_s[(k + 12u) * HD + j] = a12;
+            ba_s[(k + 13u) * HD + j] = a13;
+            ba_s[(k + 14u) * HD + j] = a14;
+            ba_s[(k + 15u) * HD + j] = a15;
+        }
         for (; k + 8u <= cnt; k = k + 8u) {
             let a0 = part_f32(block_fold(idx, r0 + k) + ACC_AT + j);
             let a1 = part_f32(block_fold(idx, r0 + k + 1u) + ACC_AT + j);
