@@ -26,22 +26,20 @@ from bonsai.ops import tiled
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
-SPLIT_ON = tiled.SPLIT_GROUPS  # split-k's "on" (--split-groups)
-
-
-def use(engine, switch: str, on: bool) -> None:
+def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
+    """Turn `switch` on or off (split-k's "on": split K until a product has `split_groups` workgroups)."""
     if switch == "read-ahead":
         engine.model.read_ahead = on
     elif switch == "submit-every-layer":
         engine.model.batch_submit_every = 1 if on else BATCH_SUBMIT_EVERY
     else:
-        tiled.SPLIT_GROUPS = SPLIT_ON if on else None
+        tiled.SPLIT_GROUPS = split_groups if on else None
 
 
-def time_prefill(engine, ids: list[int], switch: str, on: bool) -> tuple[float, int]:
+def time_prefill(engine, ids: list[int], switch: str, on: bool, split_groups: int | None) -> tuple[float, int]:
     """(seconds, argmax id) of one prefill of `ids` from position 0 with `switch` on or off."""
     engine.reset()
-    use(engine, switch, on)
+    use(engine, switch, on, split_groups)
     t0 = time.perf_counter()
     tok = engine.prefill_argmax(ids)
     dt = time.perf_counter() - t0
@@ -61,27 +59,25 @@ def main() -> None:
     p.add_argument("--out", default=None, help="JSON path (default bench/results/prefill_ab_SWITCH.json)")
     a = p.parse_args()
     lengths = [int(t) for t in a.tokens.split(",")]
-    if a.split_groups is not None:
-        global SPLIT_ON
-        SPLIT_ON = a.split_groups
+    split_groups = tiled.SPLIT_GROUPS if a.split_groups is None else a.split_groups
     rows = []
     for kv in a.kv.split(","):
         engine = load_engine(a.model, kv=kv, progress=False, warm_up=True, batch=512, max_positions=max(lengths) + 64)
         base = engine.tokenizer.encode(PROMPT)
         for n in lengths:
             ids = (base * (n // len(base) + 1))[:n]
-            toks = {on: time_prefill(engine, ids, a.switch, on)[1] for on in (False, True)}  # warm both
+            toks = {on: time_prefill(engine, ids, a.switch, on, split_groups)[1] for on in (False, True)}  # warm both
             runs: dict[bool, list[float]] = {False: [], True: []}
             for _ in range(a.rounds):
                 for on in (False, True):
-                    runs[on].append(time_prefill(engine, ids, a.switch, on)[0])
+                    runs[on].append(time_prefill(engine, ids, a.switch, on, split_groups)[0])
             row = {"kv": kv, "tokens": n, "same_argmax": toks[False] == toks[True], "device": engine.gpu.description}
             for on, name in ((False, "off"), (True, "on")):
                 row[f"{name}_best_tok_s"] = n / min(runs[on])
                 row[f"{name}_median_tok_s"] = n / statistics.median(runs[on])
                 row[f"{name}_runs_s"] = runs[on]
             rows.append(row)
-    use(engine, a.switch, True)
+    use(engine, a.switch, True, split_groups)
     print(f"{rows[0]['device']}: prompt tok/s, {a.switch} off / on, {a.rounds} rounds interleaved")
     print("| kv | tokens | off best | on best | off median | on median | on / off (medians) | same argmax |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -90,7 +86,7 @@ def main() -> None:
               f"{r['off_median_tok_s']:,.0f} | {r['on_median_tok_s']:,.0f} | "
               f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} |")
     out = a.out or Path(__file__).parent / "results" / f"prefill_ab_{a.switch}.json"
-    write_results(out, {"switch": a.switch, "split_groups": SPLIT_ON, "rounds": a.rounds, "rows": rows})
+    write_results(out, {"switch": a.switch, "split_groups": split_groups, "rounds": a.rounds, "rows": rows})
 
 
 if __name__ == "__main__":
