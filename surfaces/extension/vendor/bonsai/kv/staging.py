@@ -166,9 +166,7 @@ class Staging:
         n_read, w0, f0 = self._read
         if len(self.pending) == n_read:
             return False
-        words, flags = self.used_words - w0, self.used_flags - f0
-        if flags:
-            self.gpu.copy(self.flags, f0 * 4, self.buffer, self.used_words * 4, flags * 4)
+        words, flags = self.used_words - w0, self._flags_after_rows(f0, self.used_words, self.used_flags)
         read = self.gpu.read_queued(self.buffer, (words + flags) * 4, w0 * 4)
         self._ahead.append(AheadRead(self.pending[n_read:], w0, f0, words, read))
         self._read = (len(self.pending), self.used_words, self.used_flags)
@@ -185,9 +183,6 @@ class Staging:
         """
         if also is not None and not 0 < also[1] <= ALSO_BYTES:
             raise KVError(f"sync_host(also=...) carries 1..{ALSO_BYTES} bytes, got {also[1]}")
-        if not self.pending:
-            commit([])
-            return self.gpu.read(also[0], also[1]) if also is not None else b""
         ahead, (n_read, w0, f0) = self._ahead, self._read
         pending = self.pending[n_read:]
         used_words, used_flags = self.used_words, self.used_flags
@@ -201,11 +196,10 @@ class Staging:
                     with contextlib.suppress(Exception):
                         rest.read.result(lambda raw: None)
                 raise
-        if not pending:
+        if not pending:  # nothing booked, or everything read ahead
             commit([])
             return self.gpu.read(also[0], also[1]) if also is not None else b""
-        words, flags = used_words - w0, used_flags - f0
-        self.gpu.copy(self.flags, f0 * 4, self.buffer, used_words * 4, flags * 4)
+        words, flags = used_words - w0, self._flags_after_rows(f0, used_words, used_flags)
         tail = (words + flags) * 4
         if also is not None:
             self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
@@ -217,6 +211,14 @@ class Staging:
 
         return self.gpu.read_with(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0), take,
                                   w0 * 4)
+
+    def _flags_after_rows(self, flag: int, used_words: int, used_flags: int) -> int:
+        """Record copying flags [flag, used_flags) into staging just after the rows booked (from word used_words),
+        where one read takes both; their count."""
+        flags = used_flags - flag
+        if flags:
+            self.gpu.copy(self.flags, flag * 4, self.buffer, used_words * 4, flags * 4)
+        return flags
 
     def _commit_read(self, commit: Callable[[list[Rows]], None], a: AheadRead, raw: memoryview) -> None:
         commit(self._read_rows(a.entries, raw, a.word, a.flag, a.words))

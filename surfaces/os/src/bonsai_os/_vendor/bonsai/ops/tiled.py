@@ -101,11 +101,17 @@ MAX_SPLIT, MIN_PART_CHUNKS = 4, 4
 _PARTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per device: the parts' buffer
 
 
+def grid(m: Any, t: int, tile: Tile) -> tuple[int, int]:
+    """Workgroups of the tiled product of `t` tokens of `m`: (row tiles, token tiles)."""
+    return -(-m.rows // tile.bm), -(-t // tile.bn)
+
+
 def split_for(m: Any, t: int, out: int, tile: Tile) -> int:
     """Parts of K the tiled kernel sums apart for `t` tokens of `m` (1: none)."""
     if SPLIT_GROUPS is None or out != 0:
         return 1
-    groups, chunks, split = -(-m.rows // tile.bm) * -(-t // tile.bn), m.cols // 32, 1
+    rows, tokens = grid(m, t, tile)
+    groups, chunks, split = rows * tokens, m.cols // 32, 1
     while split < MAX_SPLIT and groups * split < SPLIT_GROUPS and chunks // (2 * split) >= MIN_PART_CHUNKS:
         split *= 2
     return split
@@ -120,7 +126,7 @@ def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile, split: int = 1) 
 def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int) -> None:
     """Record the tiled product; `buffers` as matmul.wgsl binds them, without the norm weights."""
     tile = tile_for(m)
-    groups = (-(-m.rows // tile.bm), -(-t // tile.bn))
+    groups = grid(m, t, tile)
     split = split_for(m, t, out, tile)
     if split == 1:
         gpu.dispatch(kernel(gpu, m, accum, out, tile), buffers, groups)
