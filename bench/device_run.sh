@@ -53,6 +53,8 @@
 #   bench/device_run.sh win24 W...  # session 24: decode at 8K with each window size W; a decode step at 8K by kernel
 #   bench/device_run.sh k24 [N]     # session 24: decode at 8K with the default window beside llama.cpp; decode_rounds N
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
+#   bench/device_run.sh s25 [N]     # session 25: the prompt step by kernel main / this (f32, q4res), lane-fold off / on, prefill23 N, llama.cpp pp512
+#   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
 #   bench/device_run.sh tiles23 [N] # session 23: the prompt fold of this tree and each .var/NAME/runtime (kernel_probe, 512-token prefill)
@@ -156,6 +158,24 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s25)
+  # bench/device_run.sh s25 [ROUNDS] (as s24; .before = main): a 512-token prompt step by kernel (kernel_probe), main and
+  # this tree, f32 and q4res; prompts with and without the four-token prompt fold (prefill_ab.py --switch lane-fold);
+  # prefill23 ROUNDS (default 1); llama.cpp's pp512 at depth 0 and 1024; decode_rounds 1
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    for run in "$B main" "$AFTER this"; do
+      read -r path tree <<< "$run"
+      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "blocks|merge|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
+    done
+  done
+  PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch lane-fold --model $M --out "$OUT/lane_fold.json" \
+      2>&1 | grep -E "^\||prompt tok/s"
+  prefill23 "${2:-1}"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 0,1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  decode_rounds 1
+  ;;
 s24)
   # bench/device_run.sh s24 [ROUNDS] (as s23; .before = main): prompts with and without reading their first layers'
   # rows ahead (prefill_ab.py, f32 and q4res, 512 and 2,048 tokens, one process each); prefill23 ROUNDS (default 2);
@@ -258,6 +278,18 @@ final23)
   decode_rounds "${2:-3}"
   hf_table
   eight_k
+  ;;
+var25)
+  # bench/device_run.sh var25 [KV...] (as s25; carry .var too): a 512-token prompt step by kernel (kernel_probe) of main,
+  # this tree and each patched tree .var/NAME/runtime, for each KV mode (default q4res)
+  M=$(model_and_peer)
+  for kv in ${@:2}; do
+    for path in "$B" "$AFTER" .var/*/runtime; do
+      name=$(basename "$(dirname "$path")"); [ "$path" = "$AFTER" ] && name=this; [ "$path" = "$B" ] && name=main
+      PYTHONPATH=$PWD/.site:$path timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+          --out "$OUT/probe_${name}_$kv.json" 2>&1 | grep -E "blocks.wgsl|whole step" | cut -c1-120 | sed "s/^/$name $kv: /"
+    done
+  done
   ;;
 tiles23)
   # bench/device_run.sh tiles23 (as s23; carry .var too): the prompt fold by kernel (kernel_probe, 512-token f32 prefill)
