@@ -13,10 +13,11 @@
 // (k < window_blocks(): a decode step's dispatch may have more, `Attention.fold_shape`, which return).
 // Scores are computed HD positions at a time (invocation i: position base + i, a sequential dot
 // product over d), then every invocation folds them one at a time into (m, l) and its own acc[j].
-// It writes the block's fold to `part`; merge.wgsl decides what it means (see there). Two entry points:
+// It writes the block's fold to `part`; merge.wgsl decides what it means (see there). Three entry points:
 // `main` folds only, and merge_blocks.wgsl merges in a dispatch of its own; `fold_merge` also merges, in
 // the window's last workgroup per (token, head) to finish its block (one dispatch per window instead of
-// two; it binds 10 storage buffers, so only where the adapter allows that many).
+// two; it binds 10 storage buffers, so only where the adapter allows that many); `fold_lanes` folds a
+// batch's blocks four tokens a workgroup (fold_lanes.wgsl), with `main`'s bits.
 // RESIDUAL (q4res): the window may end in the f32 residual (positions from w.w0 on, fold.wgsl), so the
 // newest group is folded in the same dispatch as the quantised blocks before it, each position by the
 // same operations as in a window of its own: the invariant holds across that boundary too.
@@ -42,8 +43,9 @@ const RESIDUAL: bool = {{RESIDUAL}};
 
 //#include "block_state.wgsl"
 
-var<workgroup> qs: array<f32, {{HEAD_DIM}}>;
-var<workgroup> sc: array<f32, {{HEAD_DIM}}>;
+// Q_TILE queries' values and scores (fold_lanes: 4; the other entry points: 1), query s from s * HD on.
+var<workgroup> qs: array<f32, {{Q_TILE}} * {{HEAD_DIM}}>;
+var<workgroup> sc: array<f32, {{Q_TILE}} * {{HEAD_DIM}}>;
 var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> vm: array<f32, {{HEAD_DIM}}>;
 var<workgroup> ks: array<f32, {{HEAD_DIM}}>;
@@ -56,6 +58,8 @@ var<workgroup> km: array<f32, {{HEAD_DIM}}>;
 //#include "../format/v_elem.wgsl"
 
 //#include "fold.wgsl"
+
+//#include "fold_lanes.wgsl"
 
 //#include "merge.wgsl"
 
@@ -92,6 +96,14 @@ fn fold_block(k: u32, idx: u32, j: u32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     if (wid.y >= p.n_q * p.n_heads || wid.x >= window_blocks()) { return; }  // the driver pads decode's blocks
     fold_block(wid.x, wid.y, lid.x);
+}
+
+// A batch's folds four query tokens a workgroup (fold_lanes.wgsl; built with Q_TILE 4): the dispatch is (blocks,
+// n_heads x the tiles of four tokens), and merge_blocks.wgsl merges, as after `main`.
+@compute @workgroup_size({{HEAD_DIM}})
+fn fold_lanes(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    if (wid.y >= (p.n_q + 3u) / 4u * p.n_heads || wid.x >= window_blocks()) { return; }
+    fold_tile(wid.x, wid.y / p.n_heads, wid.y % p.n_heads, lid.x);
 }
 
 var<workgroup> last_s: u32;  // fold_merge: 1 in the workgroup that merges

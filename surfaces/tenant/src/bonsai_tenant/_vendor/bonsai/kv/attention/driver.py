@@ -32,11 +32,17 @@ from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the
 # cannot bind fold_merge's FOLD_MERGE_BUFFERS storage buffers, and FUSE_MERGE off take two (fold, then
 # merge_blocks.wgsl). On the H200 fold_merge made decode 1.09-1.11x faster and a 512-token prefill 0.84-0.90x
 # (bench/NOTES.md, session 15): its merge's workgroup memory leaves fewer fold workgroups per SM.
+# A batch's blocks fold four tokens a workgroup (blocks.wgsl's fold_lanes; LANE_FOLD below).
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
 FUSE_MERGE = True  # blocks variant: fold and merge in one dispatch where the adapter allows (read at construction)
 FUSED_TOKENS = 1  # ... for calls of at most this many query tokens (decode steps)
 FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
+# Batches (calls of more than one query token) fold LANE_TOKENS tokens a workgroup, four dimensions an invocation
+# (blocks.wgsl's fold_lanes, fold_lanes.wgsl): each position's exponentials serve four accumulators. The same bits as
+# `main`, one (token, head) a workgroup, which one-token calls keep (read at each call: bench/prefill_ab.py's switch).
+LANE_FOLD = True
+LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
 # Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
 # workgroups return at once, and a step's tape replays until its window outgrows them, so decoding
 # re-records a step every FOLD_PAD blocks instead of every block (~4 ms of Python on the H200 each).
@@ -120,6 +126,11 @@ class Attention:
         if self.variant == "blocks" and FUSE_MERGE and gpu.limits.max_storage_buffers >= FOLD_MERGE_BUFFERS:
             fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_merge")
             self.fused = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_merge") if m.grouped else fold)
+        # blocks variant: (fold, residual fold) for batches, four query tokens a workgroup (fold_lanes.wgsl)
+        self.lanes: tuple[Any, Any] | None = None
+        if self.variant == "blocks" and head_dim % LANE_TOKENS == 0:
+            fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_lanes")
+            self.lanes = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_lanes") if m.grouped else fold)
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds, then counters at its end (block_state.wgsl)
@@ -151,6 +162,7 @@ class Attention:
             consts["BLOCK"] = self.block
             if filename is None:
                 consts["RESIDUAL"] = residual
+                consts["Q_TILE"] = LANE_TOKENS if entry == "fold_lanes" else 1
         return self.gpu.kernel(
             __package__, filename or VARIANTS[self.variant], entry, FOLDS=self.folds, **consts,
             MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
@@ -319,7 +331,11 @@ class Attention:
         if fused is not None:
             self.gpu.dispatch(fold, [*bound, out], (blocks, n))
             return
-        self.gpu.dispatch(fold, bound, (blocks, n))
+        if self.lanes is not None and LANE_FOLD and n_q > 1:
+            lanes = self.lanes[1 if win.residual else 0]
+            self.gpu.dispatch(lanes, bound, (blocks, -(-n_q // LANE_TOKENS) * self.n_heads))
+        else:
+            self.gpu.dispatch(fold, bound, (blocks, n))
         self.gpu.dispatch(self.merge, [params, wp, state, part, out], grid(n))
 
     def _part_for(self, n: int, blocks: int) -> Any:

@@ -31,89 +31,128 @@ fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
     return s;
 }
 
-// dot + q[d .. d+63] . (k0 .. k15), in add8's order: the sixty-four values are the call's arguments, all
-// loaded before any is summed. Loads in a loop wait one memory round trip per iteration on the H200 (the
-// top of ops/matmul.wgsl): eight at a time left a decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md,
-// session 19). Vectors, not an array: an array indexed in a loop was kept in memory, and the f32 prompt's
-// fold ran at half speed.
-fn add64(dot: f32, d: u32,
-         k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>,
-         k8: vec4<f32>, k9: vec4<f32>, k10: vec4<f32>, k11: vec4<f32>, k12: vec4<f32>, k13: vec4<f32>, k14: vec4<f32>, k15: vec4<f32>) -> f32 {
+// Sixty-four f32 K values of one row as sixteen vectors, all loaded before any is summed (add64). Loads in a
+// loop wait one memory round trip per iteration on the H200 (the top of ops/matmul.wgsl): eight at a time left a
+// decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md, session 19). Vectors, not an array: an array indexed in a
+// loop was kept in memory, and the f32 prompt's fold ran at half speed.
+struct Row64 {
+    k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>,
+    k8: vec4<f32>, k9: vec4<f32>, k10: vec4<f32>, k11: vec4<f32>, k12: vec4<f32>, k13: vec4<f32>, k14: vec4<f32>, k15: vec4<f32>,
+}
+
+// The sixty-four values from vector i of `kc4` (f32 K rows, see `score`).
+fn kc4_row64(i: u32) -> Row64 {
+    return Row64(
+        bitcast<vec4<f32>>(kc4[i]),
+        bitcast<vec4<f32>>(kc4[i + 1u]),
+        bitcast<vec4<f32>>(kc4[i + 2u]),
+        bitcast<vec4<f32>>(kc4[i + 3u]),
+        bitcast<vec4<f32>>(kc4[i + 4u]),
+        bitcast<vec4<f32>>(kc4[i + 5u]),
+        bitcast<vec4<f32>>(kc4[i + 6u]),
+        bitcast<vec4<f32>>(kc4[i + 7u]),
+        bitcast<vec4<f32>>(kc4[i + 8u]),
+        bitcast<vec4<f32>>(kc4[i + 9u]),
+        bitcast<vec4<f32>>(kc4[i + 10u]),
+        bitcast<vec4<f32>>(kc4[i + 11u]),
+        bitcast<vec4<f32>>(kc4[i + 12u]),
+        bitcast<vec4<f32>>(kc4[i + 13u]),
+        bitcast<vec4<f32>>(kc4[i + 14u]),
+        bitcast<vec4<f32>>(kc4[i + 15u]));
+}
+
+// The sixty-four values from vector i of the residual rows `rc` (see pos_score).
+fn rc_row64(i: u32) -> Row64 {
+    return Row64(
+        bitcast<vec4<f32>>(rc[i]),
+        bitcast<vec4<f32>>(rc[i + 1u]),
+        bitcast<vec4<f32>>(rc[i + 2u]),
+        bitcast<vec4<f32>>(rc[i + 3u]),
+        bitcast<vec4<f32>>(rc[i + 4u]),
+        bitcast<vec4<f32>>(rc[i + 5u]),
+        bitcast<vec4<f32>>(rc[i + 6u]),
+        bitcast<vec4<f32>>(rc[i + 7u]),
+        bitcast<vec4<f32>>(rc[i + 8u]),
+        bitcast<vec4<f32>>(rc[i + 9u]),
+        bitcast<vec4<f32>>(rc[i + 10u]),
+        bitcast<vec4<f32>>(rc[i + 11u]),
+        bitcast<vec4<f32>>(rc[i + 12u]),
+        bitcast<vec4<f32>>(rc[i + 13u]),
+        bitcast<vec4<f32>>(rc[i + 14u]),
+        bitcast<vec4<f32>>(rc[i + 15u]));
+}
+
+// dot + q[d .. d+63] . k, in add8's order (d: the query's first value in `qs`).
+fn add64(dot: f32, d: u32, k: Row64) -> f32 {
     var s = dot;
-    s = add8(s, d, k0, k1);
-    s = add8(s, d + 8u, k2, k3);
-    s = add8(s, d + 16u, k4, k5);
-    s = add8(s, d + 24u, k6, k7);
-    s = add8(s, d + 32u, k8, k9);
-    s = add8(s, d + 40u, k10, k11);
-    s = add8(s, d + 48u, k12, k13);
-    s = add8(s, d + 56u, k14, k15);
+    s = add8(s, d, k.k0, k.k1);
+    s = add8(s, d + 8u, k.k2, k.k3);
+    s = add8(s, d + 16u, k.k4, k.k5);
+    s = add8(s, d + 24u, k.k6, k.k7);
+    s = add8(s, d + 32u, k.k8, k.k9);
+    s = add8(s, d + 40u, k.k10, k.k11);
+    s = add8(s, d + 48u, k.k12, k.k13);
+    s = add8(s, d + 56u, k.k14, k.k15);
     return s;
 }
 
-// dot + q[d] * (code d * ks[d] + km[d]) over the K_PER codes of K word wd (`word`), in order (K_GROUP_CACHE).
-fn add_codes(dot0: f32, wd: u32, word: u32) -> f32 {
+// dot + q[d] * (code d * ks[d] + km[d]) over the K_PER codes of K word wd (`word`), in order (K_GROUP_CACHE; the
+// query's values in `qs` from qo on).
+fn add_codes(dot0: f32, qo: u32, wd: u32, word: u32) -> f32 {
     var dot = dot0;
     for (var e = 0u; e < K_PER; e = e + 1u) {
         let d = wd * K_PER + e;
-        dot = dot + qs[d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
+        dot = dot + qs[qo + d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
     }
     return dot;
 }
 
-// Score of the position at buffer row r (absolute position pos): a sequential dot product over d.
+// The eight code words of a K row (K_VW == 8), all loaded before any is summed (add64's reason): one round trip.
+struct Words8 { w0: u32, w1: u32, w2: u32, w3: u32, w4: u32, w5: u32, w6: u32, w7: u32 }
+
+fn k_words8(kb: u32) -> Words8 {
+    let w0 = kword(kb);
+    let w1 = kword(kb + 1u);
+    let w2 = kword(kb + 2u);
+    let w3 = kword(kb + 3u);
+    let w4 = kword(kb + 4u);
+    let w5 = kword(kb + 5u);
+    let w6 = kword(kb + 6u);
+    let w7 = kword(kb + 7u);
+    return Words8(w0, w1, w2, w3, w4, w5, w6, w7);
+}
+
+// dot + the query (from qo in `qs`) . the codes of `k`, word by word in order (add_codes).
+fn add_words8(dot0: f32, qo: u32, k: Words8) -> f32 {
+    var dot = dot0;
+    dot = add_codes(dot, qo, 0u, k.w0);
+    dot = add_codes(dot, qo, 1u, k.w1);
+    dot = add_codes(dot, qo, 2u, k.w2);
+    dot = add_codes(dot, qo, 3u, k.w3);
+    dot = add_codes(dot, qo, 4u, k.w4);
+    dot = add_codes(dot, qo, 5u, k.w5);
+    dot = add_codes(dot, qo, 6u, k.w6);
+    dot = add_codes(dot, qo, 7u, k.w7);
+    return dot;
+}
+
+// Score of the position at buffer row r (absolute position pos): a sequential dot product over d with the
+// query whose values start at qo in `qs`.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
 // (the H200's prompt fold: 371-378 -> 148-231 us per layer, bench/NOTES.md session 13). The same sum.
-fn score(r: u32, pos: u32) -> f32 {
+fn score(r: u32, pos: u32, qo: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
     if (K_GROUP_CACHE) {  // each word's K_PER codes with the group's cached scales; k_elem's values and order
-        if (K_VW == 8u) {  // a row's eight words loaded before any is summed (add64's reason): one round trip
-            let w0 = kword(kb);
-            let w1 = kword(kb + 1u);
-            let w2 = kword(kb + 2u);
-            let w3 = kword(kb + 3u);
-            let w4 = kword(kb + 4u);
-            let w5 = kword(kb + 5u);
-            let w6 = kword(kb + 6u);
-            let w7 = kword(kb + 7u);
-            dot = add_codes(dot, 0u, w0);
-            dot = add_codes(dot, 1u, w1);
-            dot = add_codes(dot, 2u, w2);
-            dot = add_codes(dot, 3u, w3);
-            dot = add_codes(dot, 4u, w4);
-            dot = add_codes(dot, 5u, w5);
-            dot = add_codes(dot, 6u, w6);
-            dot = add_codes(dot, 7u, w7);
-            return dot * p.qk_scale;
-        }
-        for (var wd = 0u; wd < K_VW; wd = wd + 1u) { dot = add_codes(dot, wd, kword(kb + wd)); }
+        if (K_VW == 8u) { return add_words8(dot, qo, k_words8(kb)) * p.qk_scale; }
+        for (var wd = 0u; wd < K_VW; wd = wd + 1u) { dot = add_codes(dot, qo, wd, kword(kb + wd)); }
         return dot * p.qk_scale;
     }
     if (K_BITS == 32u || K_C4 || K_ASYM) {
         let gb = w.k_off + (r - (pos % GROUP) * p.n_kv) * K_WORDS;  // c4: the group's first row (buf_base group-aligned)
         if (K_BITS == 32u && HD % 64u == 0u && (kb & 3u) == 0u) {  // f32 rows at 16-byte boundaries: see kc4
-            for (var d = 0u; d < HD; d = d + 64u) {
-                let i = (kb + d) / 4u;
-                dot = add64(dot, d,
-                    bitcast<vec4<f32>>(kc4[i]),
-                    bitcast<vec4<f32>>(kc4[i + 1u]),
-                    bitcast<vec4<f32>>(kc4[i + 2u]),
-                    bitcast<vec4<f32>>(kc4[i + 3u]),
-                    bitcast<vec4<f32>>(kc4[i + 4u]),
-                    bitcast<vec4<f32>>(kc4[i + 5u]),
-                    bitcast<vec4<f32>>(kc4[i + 6u]),
-                    bitcast<vec4<f32>>(kc4[i + 7u]),
-                    bitcast<vec4<f32>>(kc4[i + 8u]),
-                    bitcast<vec4<f32>>(kc4[i + 9u]),
-                    bitcast<vec4<f32>>(kc4[i + 10u]),
-                    bitcast<vec4<f32>>(kc4[i + 11u]),
-                    bitcast<vec4<f32>>(kc4[i + 12u]),
-                    bitcast<vec4<f32>>(kc4[i + 13u]),
-                    bitcast<vec4<f32>>(kc4[i + 14u]),
-                    bitcast<vec4<f32>>(kc4[i + 15u]));
-            }
+            for (var d = 0u; d < HD; d = d + 64u) { dot = add64(dot, qo + d, kc4_row64((kb + d) / 4u)); }
             return dot * p.qk_scale;
         }
         if (HD % 8u == 0u) {  // eight K values loaded before they are summed (as in fold_range); same sum
@@ -126,11 +165,11 @@ fn score(r: u32, pos: u32) -> f32 {
                 let k5 = k_elem(kb, gb, d + 5u);
                 let k6 = k_elem(kb, gb, d + 6u);
                 let k7 = k_elem(kb, gb, d + 7u);
-                dot = add8(dot, d, vec4<f32>(k0, k1, k2, k3), vec4<f32>(k4, k5, k6, k7));
+                dot = add8(dot, qo + d, vec4<f32>(k0, k1, k2, k3), vec4<f32>(k4, k5, k6, k7));
             }
             return dot * p.qk_scale;
         }
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * k_elem(kb, gb, d); }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[qo + d] * k_elem(kb, gb, d); }
         return dot * p.qk_scale;
     }
     // row- and block-scaled codes: the values and the order of k_elem's loop above, but each word and
@@ -141,7 +180,7 @@ fn score(r: u32, pos: u32) -> f32 {
         let s = h2f((kword(kb + K_VW + b / 2u) >> (16u * (b & 1u))) & 0xffffu);
         for (var e = 0u; e < K_PER; e = e + 1u) {
             let code = (word >> (K_BITS * e)) & K_MASK;
-            dot = dot + qs[wd * K_PER + e] * (f32(i32(code) - K_OFF) * s);
+            dot = dot + qs[qo + wd * K_PER + e] * (f32(i32(code) - K_OFF) * s);
         }
     }
     return dot * p.qk_scale;
@@ -157,41 +196,22 @@ fn in_residual(pos: u32) -> bool { return RESIDUAL && pos >= w.w0; }
 // Word i of the residual rows `rc` (bound as 16-byte vectors for pos_score's loads).
 fn rword(i: u32) -> u32 { return rc[i / 4u][i % 4u]; }
 
-// Score of the position pos of KV head g: a sequential dot product over d, as `score` does for f32 K.
-// A residual row's K is loaded four values at a time, as f32 K's: each invocation reads a row of its
-// own, and the newest group's block (up to GROUP residual positions) is the slowest of a decode fold's
-// blocks. The same sum.
-fn pos_score(pos: u32, g: u32) -> f32 {
+// Score of the position pos of KV head g with the query from qo in `qs`: a sequential dot product over d,
+// as `score` does for f32 K. A residual row's K is loaded four values at a time, as f32 K's: each invocation
+// reads a row of its own, and the newest group's block (up to GROUP residual positions) is the slowest of a
+// decode fold's blocks. The same sum.
+fn pos_score(pos: u32, g: u32, qo: u32) -> f32 {
     if (in_residual(pos)) {
         let kb = ((pos - w.w0) * p.n_kv + g) * HD;
         var dot = 0.0;
         if (HD % 64u == 0u) {  // as f32 K's (add64)
-            for (var d = 0u; d < HD; d = d + 64u) {
-                let i = (kb + d) / 4u;
-                dot = add64(dot, d,
-                    bitcast<vec4<f32>>(rc[i]),
-                    bitcast<vec4<f32>>(rc[i + 1u]),
-                    bitcast<vec4<f32>>(rc[i + 2u]),
-                    bitcast<vec4<f32>>(rc[i + 3u]),
-                    bitcast<vec4<f32>>(rc[i + 4u]),
-                    bitcast<vec4<f32>>(rc[i + 5u]),
-                    bitcast<vec4<f32>>(rc[i + 6u]),
-                    bitcast<vec4<f32>>(rc[i + 7u]),
-                    bitcast<vec4<f32>>(rc[i + 8u]),
-                    bitcast<vec4<f32>>(rc[i + 9u]),
-                    bitcast<vec4<f32>>(rc[i + 10u]),
-                    bitcast<vec4<f32>>(rc[i + 11u]),
-                    bitcast<vec4<f32>>(rc[i + 12u]),
-                    bitcast<vec4<f32>>(rc[i + 13u]),
-                    bitcast<vec4<f32>>(rc[i + 14u]),
-                    bitcast<vec4<f32>>(rc[i + 15u]));
-            }
+            for (var d = 0u; d < HD; d = d + 64u) { dot = add64(dot, qo + d, rc_row64((kb + d) / 4u)); }
             return dot * p.qk_scale;
         }
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[d] * bitcast<f32>(rword(kb + d)); }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[qo + d] * bitcast<f32>(rword(kb + d)); }
         return dot * p.qk_scale;
     }
-    return score((pos - w.buf_base) * p.n_kv + g, pos);
+    return score((pos - w.buf_base) * p.n_kv + g, pos, qo);
 }
 
 // First word of the V row of position pos (a quantised position), head g.
@@ -200,6 +220,17 @@ fn v_row(pos: u32, g: u32) -> u32 { return w.v_off + ((pos - w.buf_base) * p.n_k
 // Asymmetric row-scaled V codes (q4a: q4res's V): each position's scale and min are decoded once, by
 // the invocation that scores it (into `vs`, `vm`), not by every invocation; the values of v_elem.
 const V_ROW_MIN: bool = V_BITS < 32u && V_ASYM;
+
+// Round position i's V row scale (V_ROW_SCALE; into vs[i]) or scale and min (V_ROW_MIN; vs[i], vm[i]), for the
+// position pos it holds: decoded once, by the invocation that scores it (pos_v and dq read them).
+fn load_v_scale(pos: u32, g: u32, i: u32) {
+    if (V_ROW_SCALE && !in_residual(pos)) { vs[i] = v_row_scale(v_row(pos, g)); }
+    if (V_ROW_MIN && !in_residual(pos)) {
+        let sm = vword(v_row(pos, g) + V_VW);
+        vs[i] = h2f(sm & 0xffffu);
+        vm[i] = h2f_signed(sm >> 16u);
+    }
+}
 
 // V value j of position pos, head g (s: its row scale, where V_ROW_SCALE or V_ROW_MIN; mn: its min).
 fn pos_v(pos: u32, g: u32, j: u32, s: f32, mn: f32) -> f32 {
@@ -296,13 +327,8 @@ fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<fu
     let quick = V_QUICK && !in_residual(lo);  // every position of [lo, hi) quantised (RES_BY_BLOCK)
     for (var b = lo; b < hi; b = b + HD) {
         if (b + j < hi) {
-            sc[j] = pos_score(b + j, g);
-            if (V_ROW_SCALE && !in_residual(b + j)) { vs[j] = v_row_scale(v_row(b + j, g)); }
-            if (V_ROW_MIN && !in_residual(b + j)) {
-                let sm = vword(v_row(b + j, g) + V_VW);
-                vs[j] = h2f(sm & 0xffffu);
-                vm[j] = h2f_signed(sm >> 16u);
-            }
+            sc[j] = pos_score(b + j, g, 0u);
+            load_v_scale(b + j, g, j);
         }
         workgroupBarrier();
         let nb = min(HD, hi - b);
