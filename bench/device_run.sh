@@ -54,6 +54,7 @@
 #   bench/device_run.sh k24 [N]     # session 24: decode at 8K with the default window beside llama.cpp; decode_rounds N
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh s25 [N]     # session 25: the prompt step by kernel main / this (f32, q4res), lane-fold off / on, prefill23 N, llama.cpp pp512
+#   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
@@ -158,6 +159,14 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+final25)
+  # bench/device_run.sh final25 [ROUNDS] (as s25): prefill23 ROUNDS (default 1); decode_rounds 1; hf_table; eight_k
+  M=$(model_and_peer)
+  prefill23 "${2:-1}"
+  decode_rounds 1
+  hf_table
+  eight_k
+  ;;
 s25)
   # bench/device_run.sh s25 [ROUNDS] (as s24; .before = main): a 512-token prompt step by kernel (kernel_probe), main and
   # this tree, f32 and q4res; prompts with and without the four-token prompt fold (prefill_ab.py --switch lane-fold);
