@@ -41,7 +41,8 @@ def _run(engine, ahead: bool, monkeypatch) -> tuple:
 def test_a_prompt_read_ahead_equals_one_read(engine, monkeypatch):
     one, ahead = _run(engine, False, monkeypatch), _run(engine, True, monkeypatch)
     assert np.array_equal(ahead[0], one[0]) and ahead[1] == one[1] and ahead[2] == one[2]
-    assert one[3] == 0 and ahead[3] == 2 * (TINY["n_layers"] - 1)  # two batches, a read before layers 1, 2, 3
+    # two batches: a read before layers 1, 2, 3, and the sync's read of the rest
+    assert one[3] == 0 and ahead[3] == 2 * TINY["n_layers"]
 
 
 def test_the_default_reads_ahead_only_on_a_gpu_of_its_own(engine):

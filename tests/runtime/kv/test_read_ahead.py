@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bonsai.diagnostics.numpy_cache import NumpyKVCache as KVCache
+from bonsai.kv import staging
 from bonsai.kv.errors import NonFiniteKVError
 from bonsai.kv.staging import Staging
 
@@ -61,7 +62,7 @@ def test_rows_read_ahead_reach_the_master_as_one_read_brings_them(gpu, mode, mon
     one = _filled(gpu, mode, False, k, v)
     reads = _count_reads(gpu, monkeypatch)
     ahead = _filled(gpu, mode, True, k, v)
-    assert len(reads) == (LAYERS - 1) * len(BATCHES)
+    assert len(reads) == LAYERS * len(BATCHES)  # the reads ahead, and each sync's read of the rest
     assert ahead == one and one[1] == [sum(BATCHES)] * LAYERS
 
 
@@ -132,3 +133,36 @@ def test_a_step_refused_after_a_read_ahead_is_rerun_to_the_same_master(gpu, mode
         cache.sync_host()
         pos += n
     assert _state(cache) == clean
+
+
+def _sync_events(gpu, monkeypatch, k, v) -> list[str]:
+    """The order in which the sync of one batch read ahead (submitted after every layer, as the forward does) reads
+    its last rows, submits and commits the reads ahead."""
+    cache = KVCache(gpu, LAYERS, N_KV, HD, 128, mode="f32", window=64)
+    for layer in range(LAYERS):
+        if layer:
+            cache.read_ahead()
+            gpu.flush()
+        cache.append(layer, gpu.upload(k[layer, :BATCHES[0]]), gpu.upload(v[layer, :BATCHES[0]]), 0, BATCHES[0])
+    events: list[str] = []
+    flush, read, commit = gpu.flush, gpu.read_queued, Staging._commit_read
+    monkeypatch.setattr(gpu, "flush", lambda: events.append("submit") or flush())
+    monkeypatch.setattr(gpu, "read_queued", lambda buf, n, off=0: events.append("last read") or read(buf, n, off))
+    monkeypatch.setattr(Staging, "_commit_read", lambda self, *a: events.append("commit ahead") or commit(self, *a))
+    cache.sync_host()
+    monkeypatch.setattr(gpu, "flush", flush)
+    return events
+
+
+def test_the_last_rows_are_submitted_before_the_reads_ahead_are_committed(gpu, monkeypatch):
+    """The GPU runs the step's last layers (recorded, not yet submitted) while the host commits the first ones."""
+    k, v = _rows(5)
+    events = _sync_events(gpu, monkeypatch, k, v)
+    assert events[:2] == ["last read", "submit"] and events.count("commit ahead") == LAYERS - 1
+
+
+def test_a_sync_that_commits_the_reads_ahead_before_submitting_the_rest_is_caught(gpu, monkeypatch):
+    """Mutation: the rest read (and submitted) only after the commits ahead, as before session 25."""
+    monkeypatch.setattr(staging, "LAST_READ_FIRST", False)
+    k, v = _rows(5)
+    assert _sync_events(gpu, monkeypatch, k, v)[:2] != ["last read", "submit"]
