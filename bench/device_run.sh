@@ -54,6 +54,8 @@
 #   bench/device_run.sh k24 [N]     # session 24: decode at 8K with the default window beside llama.cpp; decode_rounds N
 #   bench/device_run.sh dec24 [N]   # session 24: decode at 1K, main / this tree (f32, q4res), llama.cpp, N rounds
 #   bench/device_run.sh s25 [N]     # session 25: the prompt step by kernel main / this (f32, q4res), lane-fold off / on, prefill23 N, llama.cpp pp512
+#   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
+#   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
@@ -159,6 +161,27 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+lr25)
+  # bench/device_run.sh lr25 [ROUNDS] (as s25; .before = main): prompts with the rest's read submitted before or after
+  # the commits ahead (prefill_ab.py --switch last-read-first); the step's host events in time (prefill_timeline.py);
+  # prefill23 ROUNDS (default 1)
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch last-read-first --model $M \
+      --out "$OUT/last_read_first.json" 2>&1 | grep -E "^\||prompt tok/s"
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
+        2>&1 | grep -E "^\||tok/s|ms from" | tail -8
+  done
+  prefill23 "${2:-1}"
+  ;;
+tl25)
+  # bench/device_run.sh tl25 (as s25): when a 512-token prompt step's host work happens (prefill_timeline.py), f32, q4res
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
+        2>&1 | grep -E "^\||tok/s|ms from"
+  done
+  ;;
 final25)
   # bench/device_run.sh final25 [ROUNDS] (as s25): prefill23 ROUNDS (default 1); decode_rounds 1; hf_table; eight_k
   M=$(model_and_peer)

@@ -3,7 +3,8 @@
 Switches: `read-ahead` (a prompt step reads its first layers' rows ahead, `GpuModel.read_ahead`), `split-k` (the
 tiled matmul splits K of products with few tiles, `tiled.SPLIT_GROUPS`), `submit-every-layer` (a prompt step submits
 after every layer, not every `forward.BATCH_SUBMIT_EVERY`), `lane-fold` (a batch's attention folds four tokens a
-workgroup, `attention.driver.LANE_FOLD`). One engine per KV mode; each round times
+workgroup, `attention.driver.LANE_FOLD`), `last-read-first` (a sync after reads ahead submits the read of the rest
+before committing them, `kv.staging.LAST_READ_FIRST`). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
 median tok/s, on / off) and writes JSON.
@@ -22,6 +23,7 @@ from results_file import write_results
 
 from bonsai.engine.forward import BATCH_SUBMIT_EVERY
 from bonsai.engine.native import load_engine
+from bonsai.kv import staging
 from bonsai.kv.attention import driver as attention
 from bonsai.ops import tiled
 
@@ -32,6 +34,8 @@ def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
     """Turn `switch` on or off (split-k's "on": split K until a product has `split_groups` workgroups)."""
     if switch == "read-ahead":
         engine.model.read_ahead = on
+    elif switch == "last-read-first":
+        staging.LAST_READ_FIRST = on
     elif switch == "lane-fold":
         attention.LANE_FOLD = on
     elif switch == "submit-every-layer":
@@ -53,7 +57,7 @@ def time_prefill(engine, ids: list[int], switch: str, on: bool, split_groups: in
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold"), default="read-ahead")
+    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "last-read-first"), default="read-ahead")
     p.add_argument("--split-groups", type=int, default=None,
                    help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
     p.add_argument("--model", default=None)
