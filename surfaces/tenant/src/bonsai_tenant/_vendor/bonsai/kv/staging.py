@@ -25,6 +25,12 @@ from .layout import Layout
 ALSO_BYTES = 256  # room at the end of the staging buffer for `readback(also=...)`
 
 
+# A sync after reads ahead records the read of the step's remaining rows and submits it before committing the reads
+# ahead, so the GPU runs the step's last layers (recorded, not yet submitted) while the host commits the first ones:
+# a 512-token f32 prompt step's last read had waited 1.7 ms after the last commit ahead (bench/NOTES.md, session 25).
+LAST_READ_FIRST = True
+
+
 class Entry(NamedTuple):
     """Rows booked into staging: `n` positions of `layer` from `pos`, K block at word `word`, then V.
 
@@ -188,29 +194,37 @@ class Staging:
         used_words, used_flags = self.used_words, self.used_flags
         self.pending, self._ahead, self._read = [], [], (0, 0, 0)
         self.used_words = self.used_flags = 0
+        words = flags = nbytes = 0
+        last: PendingRead | None = None  # the read of the rows after the reads ahead, submitted before those are committed
+        if pending:
+            words, flags = used_words - w0, self._flags_after_rows(f0, used_words, used_flags)
+            nbytes = (words + flags) * 4 + (round_up(also[1], 4) if also is not None else 0)
+            if also is not None:
+                self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
+            if ahead and LAST_READ_FIRST:  # submitted now: the GPU runs the step's last layers during the commits
+                last = self.gpu.read_queued(self.buffer, nbytes, w0 * 4)
+                self.gpu.flush()
         for i, a in enumerate(ahead):
             try:
                 a.read.result(partial(self._commit_read, commit, a))
             except BaseException:
-                for rest in ahead[i + 1:]:  # hand their readback buffers back; nothing of them is committed
-                    with contextlib.suppress(Exception):
-                        rest.read.result(lambda raw: None)
+                for rest in [r.read for r in ahead[i + 1:]] + ([last] if last is not None else []):
+                    with contextlib.suppress(Exception):  # hand their readback buffers back; nothing is committed
+                        rest.result(lambda raw: None)
                 raise
         if not pending:  # nothing booked, or everything read ahead
             commit([])
             return self.gpu.read(also[0], also[1]) if also is not None else b""
-        words, flags = used_words - w0, self._flags_after_rows(f0, used_words, used_flags)
         tail = (words + flags) * 4
-        if also is not None:
-            self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
 
         def take(raw: memoryview) -> bytes:
             raw = raw.cast("B")
             commit(self._read_rows(pending, raw[:tail], w0, f0, words))
             return bytes(raw[tail: tail + also[1]]) if also is not None else b""
 
-        return self.gpu.read_with(self.buffer, tail + (round_up(also[1], 4) if also is not None else 0), take,
-                                  w0 * 4)
+        if last is not None:
+            return last.result(take)
+        return self.gpu.read_with(self.buffer, nbytes, take, w0 * 4)
 
     def _flags_after_rows(self, flag: int, used_words: int, used_flags: int) -> int:
         """Record copying flags [flag, used_flags) into staging just after the rows booked (from word used_words),
