@@ -117,22 +117,47 @@ def windows_for(mode: str, kv_len: int, v_pos_words: int, size: int, k_buf: Any,
     return wins
 
 
+@dataclass
+class CaseBuffers:
+    """A case's data (`case_data`) as the cache stores it (`stored`), on the host and uploaded."""
+
+    case: Case
+    q: np.ndarray
+    ks: np.ndarray
+    vs: np.ndarray
+    res: np.ndarray
+    q_buf: Any
+    k_buf: Any
+    v_buf: Any
+    res_buf: Any
+
+    def windows(self, size: int, mutations: Mutations = NO_MUTATIONS) -> list[Window]:
+        """The cache cut into windows of `size` positions (`windows_for`)."""
+        c = self.case
+        v_pos_words = c.n_kv * (c.head_dim if get_mode(c.mode).v_residual else self.vs.shape[-1])
+        return windows_for(c.mode, c.kv_len, v_pos_words, size, self.k_buf, self.v_buf, self.res_buf, mutations)
+
+
+def upload_case(gpu: Any, case: Case, seed: int = 0) -> CaseBuffers:
+    """The case's query and stored rows on the host and in GPU buffers (a 16-byte buffer for an empty part)."""
+    q, k, v = case_data(case, seed)
+    ks, vs, res = stored(k, v, case.mode)
+    bufs = (gpu.upload(a) if a.size else gpu.buffer(16) for a in (q, ks, vs, res))
+    return CaseBuffers(case, q, ks, vs, res, *bufs)
+
+
 def run_case(gpu: Any, case: Case, window_sizes: list[int], mutations: Mutations = NO_MUTATIONS,
              params: ParamCache | None = None, seed: int = 0, variant: str = "auto") -> CaseResult:
     """Record the case once per window size (plus the whole cache), read back once, compare."""
-    q, k, v = case_data(case, seed)
-    ks, vs, res = stored(k, v, case.mode)
+    data = upload_case(gpu, case, seed)
+    q, ks, vs, res, q_buf = data.q, data.ks, data.vs, data.res, data.q_buf
     att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, mutations, params, variant)
-    k_buf, q_buf = gpu.upload(ks) if ks.size else gpu.buffer(16), gpu.upload(q)
-    v_buf = gpu.upload(vs) if vs.size else gpu.buffer(16)
-    res_buf = gpu.upload(res) if res.size else gpu.buffer(16)
     sizes = [case.kv_len] + [w for w in window_sizes if w != case.kv_len]
     out_bytes = q.nbytes
     outs = gpu.buffer(out_bytes * len(sizes))
     runs = []
     for w in sizes:
-        v_pos_words = case.n_kv * (case.head_dim if get_mode(case.mode).v_residual else vs.shape[-1])
-        windows = windows_for(case.mode, case.kv_len, v_pos_words, w, k_buf, v_buf, res_buf, mutations)
+        windows = data.windows(w, mutations)
         att.plan(windows, case.pos_base, case.n_q)  # parameter buffers before recording
         runs.append((windows, gpu.buffer(att.state_bytes(case.n_q)), gpu.buffer(out_bytes)))
     for i, (windows, state, out) in enumerate(runs):

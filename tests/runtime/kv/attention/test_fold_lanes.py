@@ -11,24 +11,19 @@ import numpy as np
 import pytest
 
 import bonsai.kv.attention.driver as attention
-from bonsai.diagnostics.exactness import Case, case_data, matrix, run_matrix, stored, windows_for
+from bonsai.diagnostics.exactness import Case, matrix, run_matrix, upload_case
 from bonsai.kv.attention.driver import Attention
-from bonsai.kv.format.modes import MODES, get_mode
+from bonsai.kv.format.modes import MODES
 from tests.helpers.shader_patch import patch_shader
 
 
 def _output_bits(gpu, case: Case, window: int, lanes: bool, monkeypatch) -> np.ndarray:
     """The case's attention output bits, its cache cut into windows of `window` positions, folded by fold_lanes or main."""
     monkeypatch.setattr(attention, "LANE_FOLD", lanes)
-    q, k, v = case_data(case, seed=5)
-    ks, vs, res = stored(k, v, case.mode)
+    data = upload_case(gpu, case, seed=5)
     att = Attention(gpu, case.n_heads, case.n_kv, case.head_dim, case.mode, variant="blocks")
-    k_buf, v_buf = (gpu.upload(a) if a.size else gpu.buffer(16) for a in (ks, vs))
-    res_buf = gpu.upload(res) if res.size else gpu.buffer(16)
-    v_pos_words = case.n_kv * (case.head_dim if get_mode(case.mode).v_residual else vs.shape[-1])
-    wins = windows_for(case.mode, case.kv_len, v_pos_words, window, k_buf, v_buf, res_buf)
-    out, state = gpu.buffer(q.nbytes), gpu.buffer(att.state_bytes(case.n_q))
-    att.record(gpu.upload(q), out, state, case.pos_base, case.n_q, wins)
+    out, state = gpu.buffer(data.q.nbytes), gpu.buffer(att.state_bytes(case.n_q))
+    att.record(data.q_buf, out, state, case.pos_base, case.n_q, data.windows(window))
     return np.frombuffer(gpu.read(out), np.uint32)
 
 

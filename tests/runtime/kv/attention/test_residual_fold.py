@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bonsai.kv.attention.driver as attention
-from bonsai.diagnostics.exactness import Case, case_data, stored, windows_for
+from bonsai.diagnostics.exactness import Case, upload_case
 from bonsai.kv.attention.driver import Attention
 from tests.helpers.shader_patch import patch_shader
 
@@ -28,15 +28,13 @@ def attend(gpu, kv_len: int, size: int, n_q: int, combines: bool) -> tuple[np.nd
     """q4res attention (8 query heads over 4 KV heads of 64) over windows of `size`: (output bits,
     fold dispatches recorded)."""
     case = Case(8, 4, 64, "q4res", kv_len, n_q)
-    q, k, v = case_data(case)
-    ks, vs, res = stored(k, v, case.mode)
+    data = upload_case(gpu, case)
     att = Attention(gpu, 8, 4, 64, "q4res", variant="blocks")
     att.combines = combines  # False: the residual through its own f32 kernel, as before they were joined
-    bufs = [gpu.upload(a) if a.size else gpu.buffer(16) for a in (ks, vs, res, q)]
-    wins = windows_for(case.mode, kv_len, 4 * 64, size, bufs[0], bufs[1], bufs[2])
-    out, state = gpu.buffer(q.nbytes), gpu.buffer(att.state_bytes(n_q))
+    wins = data.windows(size)
+    out, state = gpu.buffer(data.q.nbytes), gpu.buffer(att.state_bytes(n_q))
     folds = len(att.pieces(wins, n_q))
-    att.record(bufs[3], out, state, case.pos_base, n_q, wins)
+    att.record(data.q_buf, out, state, case.pos_base, n_q, wins)
     return np.frombuffer(gpu.read(out), np.uint32), folds
 
 
