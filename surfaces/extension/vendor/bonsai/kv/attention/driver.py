@@ -116,21 +116,16 @@ class Attention:
         # blocks variant, a V residual (q4res): the residual's f32 rows are folded by the main kernel, in
         # the same dispatch as the quantised positions before them (`pieces`, fold.wgsl's RESIDUAL)
         self.combines = self.variant == "blocks" and m.v_residual
-        self.fold = self._fold_kernel(m.kf, m.vf, residual=self.combines)
-        # grouped K otherwise: the newest partial group is folded from f32 K rows (and f32 V rows when V
-        # has a residual too) by a kernel of its own: same state, same order
-        self.fold_residual = self._fold_kernel(FORMATS["f32"], m.v_store) if m.grouped else self.fold
+        self.fold, self.fold_residual = self._fold_pair("main")
         # blocks variant: (fold, residual fold) with each window's merge in the same dispatch (blocks.wgsl's
         # fold_merge), for decode steps (`_fused_for`), where the adapter binds its storage buffers
         self.fused: tuple[Any, Any] | None = None
         if self.variant == "blocks" and FUSE_MERGE and gpu.limits.max_storage_buffers >= FOLD_MERGE_BUFFERS:
-            fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_merge")
-            self.fused = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_merge") if m.grouped else fold)
+            self.fused = self._fold_pair("fold_merge")
         # blocks variant: (fold, residual fold) for batches, four query tokens a workgroup (fold_lanes.wgsl)
         self.lanes: tuple[Any, Any] | None = None
         if self.variant == "blocks" and head_dim % LANE_TOKENS == 0:
-            fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry="fold_lanes")
-            self.lanes = (fold, self._fold_kernel(FORMATS["f32"], m.v_store, entry="fold_lanes") if m.grouped else fold)
+            self.lanes = self._fold_pair("fold_lanes")
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds, then counters at its end (block_state.wgsl)
@@ -151,6 +146,14 @@ class Attention:
     def _fused_for(self, n_q: int) -> tuple[Any, Any] | None:
         """The fold_merge kernels (fold, residual fold) a call of n_q query tokens takes, or None: fold, then merge."""
         return self.fused if n_q <= FUSED_TOKENS else None
+
+    def _fold_pair(self, entry: str) -> tuple[Any, Any]:
+        """(fold, residual fold) kernels of `entry`. Grouped K's newest partial group is folded from f32 K rows (and
+        f32 V rows when V has a residual too) by a kernel of its own: same state, same order; otherwise one kernel
+        serves both."""
+        m = self.mode
+        fold = self._fold_kernel(m.kf, m.vf, residual=self.combines, entry=entry)
+        return fold, (self._fold_kernel(FORMATS["f32"], m.v_store, entry=entry) if m.grouped else fold)
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False,
                      entry: str = "main") -> Any:
@@ -313,7 +316,8 @@ class Attention:
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
         fused = self._fused_for(n_q)
-        fold = (fused or (self.fold, self.fold_residual))[1 if win.residual else 0]
+        lanes = self.lanes if LANE_FOLD and n_q > 1 else None
+        fold = (fused or lanes or (self.fold, self.fold_residual))[1 if win.residual else 0]
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
             kt, vt = self._texture(win.k), self._texture(win.v)
             self.gpu.dispatch(fold, [params, wp, q, kt, vt, state], (workgroups(n),))
@@ -331,11 +335,7 @@ class Attention:
         if fused is not None:
             self.gpu.dispatch(fold, [*bound, out], (blocks, n))
             return
-        if self.lanes is not None and LANE_FOLD and n_q > 1:
-            lanes = self.lanes[1 if win.residual else 0]
-            self.gpu.dispatch(lanes, bound, (blocks, -(-n_q // LANE_TOKENS) * self.n_heads))
-        else:
-            self.gpu.dispatch(fold, bound, (blocks, n))
+        self.gpu.dispatch(fold, bound, (blocks, -(-n_q // LANE_TOKENS) * self.n_heads if lanes else n))
         self.gpu.dispatch(self.merge, [params, wp, state, part, out], grid(n))
 
     def _part_for(self, n: int, blocks: int) -> Any:

@@ -194,11 +194,12 @@ class Staging:
         used_words, used_flags = self.used_words, self.used_flags
         self.pending, self._ahead, self._read = [], [], (0, 0, 0)
         self.used_words = self.used_flags = 0
-        words = flags = nbytes = 0
+        words = flags = tail = nbytes = 0
         last: PendingRead | None = None  # the read of the rows after the reads ahead, submitted before those are committed
         if pending:
             words, flags = used_words - w0, self._flags_after_rows(f0, used_words, used_flags)
-            nbytes = (words + flags) * 4 + (round_up(also[1], 4) if also is not None else 0)
+            tail = (words + flags) * 4
+            nbytes = tail + (round_up(also[1], 4) if also is not None else 0)
             if also is not None:
                 self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
             if ahead and LAST_READ_FIRST:  # submitted now: the GPU runs the step's last layers during the commits
@@ -215,7 +216,6 @@ class Staging:
         if not pending:  # nothing booked, or everything read ahead
             commit([])
             return self.gpu.read(also[0], also[1]) if also is not None else b""
-        tail = (words + flags) * 4
 
         def take(raw: memoryview) -> bytes:
             raw = raw.cast("B")

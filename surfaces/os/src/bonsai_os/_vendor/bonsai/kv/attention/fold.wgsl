@@ -16,6 +16,16 @@ fn load_group_scales(pos: u32, g: u32, j: u32) {
     km[j] = h2f_signed(sm >> 16u);
 }
 
+// K_GROUP_CACHE: the scales and mins of the group holding the quantised positions [lo, hi) into `ks`, `km` for the
+// workgroup (invocation j: channel j). lo and hi - 1 lie in one block, so in one group. Call from uniform control
+// flow (lo and hi uniform): it waits at a barrier.
+fn stage_group_scales(lo: u32, hi: u32, g: u32, j: u32) {
+    if (K_GROUP_CACHE) {
+        if (lo < hi && !in_residual(lo)) { load_group_scales(lo, g, j); }
+        workgroupBarrier();
+    }
+}
+
 // dot + q[d .. d+7] . (a, b), one product at a time in order: the one order of every eight-value round of
 // `score`, whichever way its K values were loaded.
 fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
@@ -320,10 +330,7 @@ fn fold8(k: u32, v: V8, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<f
 // order of the operations are those of one position at a time.
 fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<function, f32>,
               acc: ptr<function, f32>) {
-    if (K_GROUP_CACHE) {  // lo and hi - 1 lie in one block, so in one group (lo uniform: the barrier is too)
-        if (lo < hi && !in_residual(lo)) { load_group_scales(lo, g, j); }
-        workgroupBarrier();
-    }
+    stage_group_scales(lo, hi, g, j);
     let quick = V_QUICK && !in_residual(lo);  // every position of [lo, hi) quantised (RES_BY_BLOCK)
     for (var b = lo; b < hi; b = b + HD) {
         if (b + j < hi) {

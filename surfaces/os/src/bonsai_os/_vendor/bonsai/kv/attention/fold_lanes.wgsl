@@ -87,10 +87,7 @@ fn fold_one4(s: f32, v: vec4<f32>, m: ptr<function, f32>, l: ptr<function, f32>,
 // Eight positions' V values are loaded before any of them is folded (fold_range's reason).
 fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m: ptr<function, f32>,
                l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
-    if (K_GROUP_CACHE) {  // as fold_range
-        if (lo < hi_all && !in_residual(lo)) { load_group_scales(lo, g, i); }
-        workgroupBarrier();
-    }
+    stage_group_scales(lo, hi_all, g, i);
     let quick = V_QUICK4 && !in_residual(lo);
     let so = s * HD;
     for (var b = lo; b < hi_all; b = b + HD) {
