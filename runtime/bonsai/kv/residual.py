@@ -19,20 +19,19 @@ from typing import Any
 from ..gpu.limits import workgroups
 from ..gpu.params import ParamCache, StepParams
 from .errors import KVError
-from .format.modes import Mode
 from .format.rows import decode_constants
 from .layout import Kind, Layout
 from .mirrors import Mirrors
 from .staging import Entry, Staging
 from .store.scatter import Scatter
-from .store.store import GroupStore, Store
+from .store.store import GroupStore
 
 RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
 FIRST_ROLE = "residual_first"  # ... of a batch's rows that complete the group the residual holds (`record_batch`)
-# a one-position step's group kernels (K group, V rows) and its copy of the group into staging read where the
+# a one-position step's group kernel (K group and V rows) and its copy of the group into staging read where the
 # group lies in its slot from step parameters of these roles, so a step that fills a group replays the tape
 # of the last one that did (`step_kind`); batches keep one cached buffer per window of groups
-GROUP_ROLES = ("group_k", "group_v", "group_copy")
+GROUP_ROLES = ("group", "group_copy")
 
 
 class Residual:
@@ -52,10 +51,8 @@ class Residual:
         are copied in by `scatter` (a dispatch, so a decode step stays one compute pass and can be taped)."""
         lay, m = self.layout, self.layout.mode
         self.gpu, self.params, self.step, self.mirrors, self.scatter = gpu, params, step, mirrors, scatter
-        self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
-        if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
-            self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
-            self.no_flags = gpu.buffer(lay.group * lay.n_kv * 4)
+        # quantises a group's K (and with a V residual its V rows, in the same dispatch)
+        self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k, v_rows=m.v if self.v_res else None)
         self.dequantise = gpu.kernel(f"{__package__}.store", "dequantise.wgsl", V_RES=self.v_res,
                                      **decode_constants(m.kf, m.vf, lay.head_dim),
                                      MUT_NORMALISE=False, MUT_GQA=False, MUT_CAUSAL=False)
@@ -135,7 +132,7 @@ class Residual:
         if done < e.pos + e.n:
             self._to_residual(layer, e, staging, done, e.pos + e.n)
 
-    def _from_residual(self, layer: int, g0: int, slot: Any, params: tuple[Any, Any] = (None, None)) -> None:
+    def _from_residual(self, layer: int, g0: int, slot: Any, params: Any = None) -> None:
         """Quantise group g0 from `layer`'s residual buffer (K rows, then V rows after the group's K) into `slot`."""
         self._group_kernels(self.bufs[layer], 0, self.layout.group * self.layout.f32_row_bytes // 4, g0, 1, slot,
                             params)
@@ -155,18 +152,16 @@ class Residual:
                           src_params=src_params)
 
     def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any,
-                       params: tuple[Any, Any] = (None, None)) -> None:
-        """Quantise `groups` groups from g0 on into `slot`: f32 K rows [G, n_kv, hd] per group from src word
-        k_word, and (V residual) V rows from v_word; params: their step parameters (None: cached by value)."""
+                       params: Any = None) -> None:
+        """Quantise `groups` groups from g0 on into `slot` (one dispatch): f32 K rows [G, n_kv, hd] per group from
+        src word k_word, and (V residual) V rows from v_word; params: their step parameter (None: cached by value)."""
         lay = self.layout
         n = groups * lay.group
         dst_k, dst_v = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
-        self.group_store.record(src, k_word, slot, dst_k, params=params[0], groups=groups)
+        self.group_store.record(src, k_word, slot, dst_k, params=params, groups=groups,
+                                v_src=v_word if self.v_res else 0, v_dst=dst_v if self.v_res else 0)
         self.mirrors.mark(slot, dst_k * 4, (dst_k + n * lay.k_words) * 4)
         if self.v_res:
-            if int(self.no_flags.size) < n * lay.n_kv * 4:  # the flags these rows' quantisation writes (unread)
-                self.no_flags = self.gpu.buffer(n * lay.n_kv * 4)
-            self.v_store.record(src, src, n, slot, dst_v, self.no_flags, 0, src_word=v_word, params=params[1])
             self.mirrors.mark(slot, dst_v * 4, (dst_v + n * lay.v_words) * 4)
 
     def step_kind(self, pos: int) -> str | None:
@@ -193,17 +188,17 @@ class Residual:
         if pos % G and pos + n - (pos + n) % G > pos:
             self.scatter.dst_words(*self.dst_words(pos), role=FIRST_ROLE)
 
-    def _group_params(self, g0: int, one_step: bool) -> tuple[Any, Any, Any]:
-        """The parameter buffers of quantising group g0 (K, V) and copying it from its slot: step parameters
-        (`GROUP_ROLES`) for one-position steps, else cached by value."""
+    def _group_params(self, g0: int, one_step: bool) -> tuple[Any, Any]:
+        """The parameter buffers of quantising group g0 from the residual and of copying it from its slot: step
+        parameters (`GROUP_ROLES`) for one-position steps, else cached by value."""
         lay = self.layout
         copy = self._slot_words(g0, lay.group)
         rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
-        words = ((0, copy[0], 0, 0), (lay.group, copy[2], 0, lay.group * rw), copy)
+        quantise = (0, copy[0], lay.group * rw, copy[2]) if self.v_res else (0, copy[0], 0, 0)
         if one_step:
-            k, v, c = (self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
-            return k, v, c
-        return self.params.get(*words[0]), self.params.get(*words[1]), self.params.get(*words[2])
+            q, c = (self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, (quantise, copy), strict=True))
+            return q, c
+        return self.params.get(*quantise), self.params.get(*copy)
 
     def dst_words(self, pos: int) -> tuple[int, int]:
         """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step
@@ -214,8 +209,8 @@ class Residual:
 
     def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging, one_step: bool) -> None:
         """Quantise group g0 from the residual into `slot` and copy it into staging (a group entry booked now)."""
-        k_params, v_params, copy_params = self._group_params(g0, one_step)
-        self._from_residual(layer, g0, slot, (k_params, v_params))
+        params, copy_params = self._group_params(g0, one_step)
+        self._from_residual(layer, g0, slot, params)
         self._copy_out(slot, g0, self.layout.group, staging, staging.book_group(layer, g0), copy_params)
 
     def replay_fill(self, layer: int, g0: int, staging: Staging) -> None:

@@ -181,6 +181,85 @@ def test_a_broken_group_kernel_is_caught(gpu, monkeypatch, fmt, old, new):
     assert not np.array_equal(group_kernel_output(gpu, x, fmt), formats.encode(x, fmt))
 
 
+def v_group_inputs(hd: int) -> np.ndarray:
+    """Two c4a groups of f32 V rows [2G, 3, hd]: the rounding-edge rows, then rows of many scales, with a row's
+    min in its first value, its last value and its max in the middle (each in another part of the row)."""
+    G = formats.FORMATS["c4a"].group
+    rng = np.random.default_rng(hd + 2)
+    v = (rng.standard_normal((2 * G, 3, hd)) * rng.uniform(1e-3, 50, (2 * G, 3, 1))).astype(np.float32)
+    edge = np.clip(edge_rows(hd), -6e4, 6e4)  # within q4a's f16 min
+    v.reshape(-1, hd)[: len(edge)] = edge
+    v[70, 0, 0], v[71, 1, hd - 1], v[72, 2, hd // 2] = -300.0, -300.0, 300.0
+    return v
+
+
+def group_rows_output(gpu, k: np.ndarray, v: np.ndarray, one_dispatch: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """group.wgsl's K rows (c4a) and V rows (q4a) for the two groups of `k` and `v` (a V residual's groups), each
+    group by its own dispatch (or both by one)."""
+    G, hd = formats.FORMATS["c4a"].group, k.shape[2]
+    gs = GroupStore(gpu, 3, hd, fmt="c4a", v_rows="q4a")
+    rw, vw, n = gs.row_words, formats.FORMATS["q4a"].row_words(hd), 2 * G * 3
+    src = gpu.upload(np.concatenate([np.zeros(5, np.float32), k.ravel(), v.ravel()]))
+    dst = gpu.buffer((n * (rw + vw) + 4) * 4)
+    v_src, v_dst = 5 + k.size, 4 + n * rw
+    if one_dispatch:
+        gs.record(src, 5, dst, 4, groups=2, v_src=v_src, v_dst=v_dst)
+    else:
+        for i in range(2):
+            at = i * G * 3
+            gs.record(src, 5 + at * hd, dst, 4 + at * rw, v_src=v_src + at * hd, v_dst=v_dst + at * vw)
+    d = np.frombuffer(gpu.read(dst), np.uint32)[4:]
+    return d[: n * rw].reshape(2 * G, 3, rw), d[n * rw:].reshape(2 * G, 3, vw)
+
+
+@pytest.mark.parametrize("hd", [64, 128])
+def test_group_kernel_quantises_a_v_residuals_rows_beside_its_k_group(gpu, hd):
+    k, v = group_inputs(hd, formats.FORMATS["c4a"].group), v_group_inputs(hd)
+    want_k, want_v = formats.encode(k, "c4a"), formats.encode(v, "q4a")
+    for one_dispatch in (False, True):
+        got_k, got_v = group_rows_output(gpu, k, v, one_dispatch)
+        assert np.array_equal(got_k, want_k)
+        assert np.array_equal(got_v, want_v)
+
+
+def test_group_kernel_zeroes_v_rows_it_cannot_quantise(gpu):
+    # as store.wgsl's rows did: a non-finite value, or a min beyond f16, leaves the row's scale 0 (and its codes 0);
+    # the f32 store kernel flagged those rows when they were appended
+    k, v = group_inputs(64, formats.FORMATS["c4a"].group), v_group_inputs(64)
+    bad = [(3, 1), (5, 2), (9, 0)]
+    v[3, 1, 7], v[5, 2, 63], v[9, 0, 0] = np.nan, np.inf, -1e30
+    got_v = group_rows_output(gpu, k, v)[1]
+    fine = v.copy()
+    for t, g in bad:
+        fine[t, g] = 0.0
+    want_v = formats.encode(fine, "q4a")
+    assert not want_v[3, 1].any() and np.array_equal(got_v, want_v)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    for (var q = 1u; q < V_PARTS; q = q + 1u) {", "    for (var q = 1u; q < V_PARTS - 1u; q = q + 1u) {"),
+    ("    for (var q = 1u; q < K_PARTS; q = q + 1u) {", "    for (var q = 1u; q < K_PARTS - 1u; q = q + 1u) {"),
+    ("    part_bad[i] = select(0u, 1u, mag >= 0x7f800000u);", "    part_bad[i] = 0u;"),
+    ("        let sm = sb[t];", "        let sm = sb[c];"),
+    ("g) * V_ROW_WORDS + HD / 8u] = sb[t]; }", "g) * V_ROW_WORDS + HD / 8u - 1u] = sb[t]; }"),
+    ("    if (V_ROWS && wid.z == 1u) {", "    if (V_ROWS && wid.z == 2u) {"),
+], ids=["a row's last part left out of its range", "a channel's last part left out of its range",
+        "a non-finite V value missed", "a V row coded with another row's scale", "a V row's scale word one word early",
+        "V workgroups quantising K again"])
+def test_a_broken_v_residual_group_kernel_is_caught(gpu, monkeypatch, old, new):
+    k, v = group_inputs(64, formats.FORMATS["c4a"].group), v_group_inputs(64)
+    v[3, 1, 7] = np.nan
+    patch_shader(monkeypatch, gpu, "group.wgsl", old, new)
+    got_k, got_v = group_rows_output(gpu, k, v, one_dispatch=True)
+    v[3, 1] = 0.0
+    assert not (np.array_equal(got_k, formats.encode(k, "c4a")) and np.array_equal(got_v, formats.encode(v, "q4a")))
+
+
+def test_group_kernel_quantises_v_rows_to_q4a_only(gpu):
+    with pytest.raises(ValueError, match="q4a only"):
+        GroupStore(gpu, 3, 64, fmt="c4a", v_rows="q4")
+
+
 def test_c4_scales_travel_with_their_group():
     x = np.random.default_rng(3).standard_normal((GROUP, 2, 64)).astype(np.float32)
     rows = formats.encode(x, "c4")
