@@ -58,6 +58,8 @@
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
+#   bench/device_run.sh s26 [N]     # session 26: fma26, a q4res prompt step by kernel main / this, prefill23 N, llama.cpp pp512
+#   bench/device_run.sh fma26       # session 26: the FMA rate by WGSL form (fma_probe.py), the matmul shapes beside it (no model)
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
 #   bench/device_run.sh tiles23 [N] # session 23: the prompt fold of this tree and each .var/NAME/runtime (kernel_probe, 512-token prefill)
@@ -161,6 +163,21 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s26)
+  # bench/device_run.sh s26 [ROUNDS] (carry .whl .gl .before .ll .model/part01 after `part part00`; .before = main): the
+  # FMA rate by WGSL form and the matmul shapes (fma26); a 512-token q4res prompt step by kernel, main and this tree;
+  # prefill23 ROUNDS (default 1); llama.cpp's pp512 at depth 1024
+  PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\\|adapter"
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|"
+  M=$(model_and_peer)
+  for run in "$B main" "$AFTER this"; do
+    read -r path tree <<< "$run"
+    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 30 \
+        --out "$OUT/probe_q4res_$tree.json" 2>&1 | grep -E "group|store|scatter|whole step" | cut -c1-150 | sed "s/^/$tree: /"
+  done
+  prefill23 "${2:-1}"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  ;;
 lr25)
   # bench/device_run.sh lr25 [ROUNDS] (as s25; .before = main): prompts with the rest's read submitted before or after
   # the commits ahead (prefill_ab.py --switch last-read-first); the step's host events in time (prefill_timeline.py);
@@ -439,6 +456,12 @@ where21)
       --out "$OUT/timeline_f32.json" 2>&1 | grep -iv warn
   quick_decode "$AFTER" decode_f32 1024 --label "f32 1K"
   llama_tg "llama"
+  ;;
+fma26)
+  # bench/device_run.sh fma26 (carry .whl .gl only: no model): is roofline_probe's FMA peak the card's or its form's?
+  PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\|adapter"
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|\|adapter"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
   ;;
 roofline)
   PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" "${@:2}"
