@@ -94,10 +94,10 @@ def test_a_batch_quantising_its_groups_from_rows_one_position_off_is_caught(gpu,
 
     real = Residual._group_kernels
 
-    def one_late(self, src, k_word, v_word, g0, groups, slot, params=None):
+    def one_late(self, src, k_word, v_word, g0, groups, slot, staging, out, params=None):
         rw = self.layout.f32_row_bytes // 4
         late = src is not self.bufs[0]
-        return real(self, src, k_word + rw * late, v_word + rw * late, g0, groups, slot, params)
+        return real(self, src, k_word + rw * late, v_word + rw * late, g0, groups, slot, staging, out, params)
 
     monkeypatch.setattr(Residual, "_group_kernels", one_late)
     rng = np.random.default_rng(3)

@@ -3,19 +3,25 @@
 // Group k of the dispatch reads f32 rows [GROUP, N_KV, HD] of K at src[p.src_word + k * GROUP * N_KV * HD ..]
 // (V: from p.v_src on) and writes GROUP rows [GROUP, N_KV, ROW_WORDS] at dst[p.dst_word + k * GROUP * N_KV *
 // ROW_WORDS ..] (V: [GROUP, N_KV, V_ROW_WORDS] from p.v_dst on), the rows of consecutive positions, as one group a
-// dispatch would. Workgroup (KV head g, group k, z): z = 0 quantises the group's K, z = 1 its V rows.
+// dispatch would. Every word also goes to `staged` (staging, where the host master takes the groups from), K rows
+// from ps.k and V rows from ps.v on, laid out as in dst. Workgroup (KV head g, group k, z): z = 0
+// quantises the group's K, z = 1 its V rows.
 // Each in three phases: invocations take ranges over parts of a channel's positions (K) or of a row's values (V)
 // into workgroup memory; after a barrier one invocation per channel (row) joins its parts in order into its scale
 // word; after another each packs value words (8 values sharing scales); then the scale words are written. No two
 // invocations write the same word. (One invocation per channel walking all 64 positions took 13.4 us a layer of a
 // 512-token q4res prompt on the H100, and the V rows' store kernel, one invocation per row finding its range,
-// 11.4 us more in a dispatch of its own: bench/NOTES.md session 26.)
+// 11.4 us more in a dispatch of its own, and a third dispatch copied the groups into staging: bench/NOTES.md
+// session 26.)
 
 struct Params { src_word: u32, dst_word: u32, v_src: u32, v_dst: u32 }
+struct Staged { k: u32, v: u32, a0: u32, a1: u32 }  // a parameter of its own: a decode step's `p` is a step parameter
 
 @group(0) @binding(0) var<storage, read> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> src: array<u32>;  // f32 bits; written only as `staged` (STAGED_IS_SRC)
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(3) var<storage, read_write> staged: array<u32>;  // unused with STAGED_IS_SRC
+@group(0) @binding(4) var<storage, read> ps: Staged;
 
 const HD: u32 = {{HEAD_DIM}}u;
 const N_KV: u32 = {{N_KV}}u;
@@ -25,6 +31,9 @@ const CPR: u32 = HD / GROUP;  // channels whose scales each row carries
 const ASYM: bool = {{ASYM}};  // c4a: one word per channel, scale | min << 16 (else two f16 scales a word)
 const V_ROWS: bool = {{V_ROWS}};  // workgroups z = 1 quantise the V rows (q4a: HD / 8 value words, one scale word)
 const V_ROW_WORDS: u32 = HD / 8u + 1u;
+// a batch's rows are quantised from staging into staging: one binding for both (WebGPU forbids a buffer in two
+// writable bindings of a dispatch)
+const STAGED_IS_SRC: bool = {{STAGED_IS_SRC}};
 
 //#include "../format/rounding.wgsl"
 
@@ -41,8 +50,23 @@ var<workgroup> sf: array<f32, HD>;                      // channel d's scale as 
 
 var<private> t0: u32;  // the first position of this workgroup's group, counted from the dispatch's first
 
-fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t0 + t) * N_KV + g) * HD + d]; }
-fn v_at(g: u32, t: u32, d: u32) -> f32 { return src[p.v_src + ((t0 + t) * N_KV + g) * HD + d]; }
+fn x_at(g: u32, t: u32, d: u32) -> f32 { return bitcast<f32>(src[p.src_word + ((t0 + t) * N_KV + g) * HD + d]); }
+fn v_at(g: u32, t: u32, d: u32) -> f32 { return bitcast<f32>(src[p.v_src + ((t0 + t) * N_KV + g) * HD + d]); }
+
+// K word `at` of this dispatch's rows (counted from the first group's first row) into the window slot and staging
+fn put_k(at: u32, word: u32) {
+    dst[p.dst_word + at] = word;
+    put_staged(ps.k + at, word);
+}
+
+fn put_v(at: u32, word: u32) {
+    dst[p.v_dst + at] = word;
+    put_staged(ps.v + at, word);
+}
+
+fn put_staged(at: u32, word: u32) {
+    if (STAGED_IS_SRC) { src[at] = word; } else { staged[at] = word; }
+}
 
 fn mag_bits(x: f32) -> u32 { return bitcast<u32>(x) & 0x7fffffffu; }
 
@@ -169,16 +193,16 @@ fn quantise_k(g: u32, j: u32) {
         let b = c * 8u;
         let x0 = x_at(g, t, b); let x1 = x_at(g, t, b + 1u); let x2 = x_at(g, t, b + 2u); let x3 = x_at(g, t, b + 3u);
         let x4 = x_at(g, t, b + 4u); let x5 = x_at(g, t, b + 5u); let x6 = x_at(g, t, b + 6u); let x7 = x_at(g, t, b + 7u);
-        dst[p.dst_word + ((t0 + t) * N_KV + g) * ROW_WORDS + c] = code(x0, b) | (code(x1, b + 1u) << 4u) | (code(x2, b + 2u) << 8u)
+        put_k(((t0 + t) * N_KV + g) * ROW_WORDS + c, code(x0, b) | (code(x1, b + 1u) << 4u) | (code(x2, b + 2u) << 8u)
             | (code(x3, b + 3u) << 12u) | (code(x4, b + 4u) << 16u) | (code(x5, b + 5u) << 20u)
-            | (code(x6, b + 6u) << 24u) | (code(x7, b + 7u) << 28u);
+            | (code(x6, b + 6u) << 24u) | (code(x7, b + 7u) << 28u));
     }
     for (var d = j; d < HD; d = d + WG) {  // scale words: c4a one per channel; c4 two channels a word
-        let at = p.dst_word + ((t0 + d / CPR) * N_KV + g) * ROW_WORDS + HD / 8u;
+        let at = ((t0 + d / CPR) * N_KV + g) * ROW_WORDS + HD / 8u;
         if (ASYM) {
-            dst[at + d % CPR] = sb[d];
+            put_k(at + d % CPR, sb[d]);
         } else if (d % 2u == 0u) {
-            dst[at + (d % CPR) / 2u] = sb[d] | (sb[d + 1u] << 16u);
+            put_k(at + (d % CPR) / 2u, sb[d] | (sb[d + 1u] << 16u));
         }
     }
 }
@@ -195,11 +219,11 @@ fn quantise_v(g: u32, j: u32) {
         let sm = sb[t];
         let x0 = v_at(g, t, b); let x1 = v_at(g, t, b + 1u); let x2 = v_at(g, t, b + 2u); let x3 = v_at(g, t, b + 3u);
         let x4 = v_at(g, t, b + 4u); let x5 = v_at(g, t, b + 5u); let x6 = v_at(g, t, b + 6u); let x7 = v_at(g, t, b + 7u);
-        dst[p.v_dst + ((t0 + t) * N_KV + g) * V_ROW_WORDS + c] = asym_code(x0, sm) | (asym_code(x1, sm) << 4u)
+        put_v(((t0 + t) * N_KV + g) * V_ROW_WORDS + c, asym_code(x0, sm) | (asym_code(x1, sm) << 4u)
             | (asym_code(x2, sm) << 8u) | (asym_code(x3, sm) << 12u) | (asym_code(x4, sm) << 16u)
-            | (asym_code(x5, sm) << 20u) | (asym_code(x6, sm) << 24u) | (asym_code(x7, sm) << 28u);
+            | (asym_code(x5, sm) << 20u) | (asym_code(x6, sm) << 24u) | (asym_code(x7, sm) << 28u));
     }
-    for (var t = j; t < GROUP; t = t + WG) { dst[p.v_dst + ((t0 + t) * N_KV + g) * V_ROW_WORDS + HD / 8u] = sb[t]; }
+    for (var t = j; t < GROUP; t = t + WG) { put_v(((t0 + t) * N_KV + g) * V_ROW_WORDS + HD / 8u, sb[t]); }
 }
 
 @compute @workgroup_size(WG)

@@ -127,18 +127,21 @@ def group_inputs(hd: int, G: int) -> np.ndarray:
 
 
 def group_kernel_output(gpu, x: np.ndarray, fmt: str, one_dispatch: bool = False) -> np.ndarray:
-    """group.wgsl's rows for the two groups of `x`, each written by its own dispatch (or both by one)."""
+    """group.wgsl's rows for the two groups of `x`, each written by its own dispatch (or both by one); the rows it
+    wrote into staging must be the same words."""
     G, hd = formats.FORMATS[fmt].group, x.shape[2]
     gs = GroupStore(gpu, 3, hd, fmt=fmt)
     rw = gs.row_words
     src = gpu.upload(np.concatenate([np.zeros(5, np.float32), x.ravel()]))
-    dst = gpu.buffer((2 * G * 3 * rw + 4) * 4)
+    dst, staged = gpu.buffer((2 * G * 3 * rw + 4) * 4), gpu.buffer((2 * G * 3 * rw + 7) * 4)
     if one_dispatch:
-        gs.record(src, 5, dst, 4, groups=2)
+        gs.record(src, 5, dst, 4, staged, 7, groups=2)
     else:
-        gs.record(src, 5, dst, 4)
-        gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw)
-    return np.frombuffer(gpu.read(dst), np.uint32)[4:].reshape(2 * G, 3, rw)
+        gs.record(src, 5, dst, 4, staged, 7)
+        gs.record(src, 5 + G * 3 * hd, dst, 4 + G * 3 * rw, staged, 7 + G * 3 * rw)
+    rows = np.frombuffer(gpu.read(dst), np.uint32)[4: 4 + 2 * G * 3 * rw].reshape(2 * G, 3, rw)
+    assert np.array_equal(np.frombuffer(gpu.read(staged), np.uint32)[7: 7 + rows.size].reshape(rows.shape), rows)
+    return rows
 
 
 @pytest.mark.parametrize("fmt", ["c4", "c4a"])
@@ -156,9 +159,9 @@ def test_group_kernel_matches_the_format_bit_for_bit(gpu, hd, fmt):
 
 
 @pytest.mark.parametrize(("fmt", "old", "new"), [
-    ("c4a", "let at = p.dst_word + ((t0 + d / CPR) * N_KV + g)", "let at = p.dst_word + ((d / CPR) * N_KV + g)"),
-    ("c4", "fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t0 + t) * N_KV",
-     "fn x_at(g: u32, t: u32, d: u32) -> f32 { return src[p.src_word + ((t) * N_KV"),
+    ("c4a", "let at = ((t0 + d / CPR) * N_KV + g)", "let at = ((d / CPR) * N_KV + g)"),
+    ("c4", "fn x_at(g: u32, t: u32, d: u32) -> f32 { return bitcast<f32>(src[p.src_word + ((t0 + t) * N_KV",
+     "fn x_at(g: u32, t: u32, d: u32) -> f32 { return bitcast<f32>(src[p.src_word + ((t) * N_KV"),
 ], ids=["every group's scales in the first group's rows", "every group read from the first group's rows"])
 def test_a_group_kernel_that_loses_track_of_its_group_is_caught(gpu, monkeypatch, fmt, old, new):
     x = group_inputs(64, formats.FORMATS[fmt].group)
@@ -171,7 +174,7 @@ def test_a_group_kernel_that_loses_track_of_its_group_is_caught(gpu, monkeypatch
     ("c4a", "lo = min(lo, x6); hi = max(hi, x6); lo = min(lo, x7);", "lo = min(lo, x6); hi = max(hi, x6); lo = min(lo, x6);"),
     ("c4", "amax_bits = max(amax_bits, bitcast<u32>(x_at(g, t, d))", "amax_bits = max(amax_bits, bitcast<u32>(x_at(g, t / 2u, d))"),
     ("c4a", "(code(x3, b + 3u) << 12u)", "(code(x3, b + 2u) << 12u)"),
-    ("c4", "dst[at + (d % CPR) / 2u] = sb[d] | (sb[d + 1u] << 16u);", "dst[at + (d % CPR) / 2u] = sb[d] | (sb[d] << 16u);"),
+    ("c4", "put_k(at + (d % CPR) / 2u, sb[d] | (sb[d + 1u] << 16u));", "put_k(at + (d % CPR) / 2u, sb[d] | (sb[d] << 16u));"),
 ], ids=["codes packed before the scales are shared", "a position left out of the range",
         "half the positions in the largest magnitude", "a value coded with its neighbour's scale",
         "a scale word with one channel's scale twice"])
@@ -193,22 +196,30 @@ def v_group_inputs(hd: int) -> np.ndarray:
     return v
 
 
-def group_rows_output(gpu, k: np.ndarray, v: np.ndarray, one_dispatch: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def group_rows_output(gpu, k: np.ndarray, v: np.ndarray, one_dispatch: bool = False,
+                      staged_too: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """group.wgsl's K rows (c4a) and V rows (q4a) for the two groups of `k` and `v` (a V residual's groups), each
-    group by its own dispatch (or both by one)."""
+    group by its own dispatch (or both by one), as they lie in the slot; staged_too: the rows written into staging
+    (a K block, then a V block, as a batch's group entry) must be the same words (else: returned from staging)."""
     G, hd = formats.FORMATS["c4a"].group, k.shape[2]
     gs = GroupStore(gpu, 3, hd, fmt="c4a", v_rows="q4a")
     rw, vw, n = gs.row_words, formats.FORMATS["q4a"].row_words(hd), 2 * G * 3
     src = gpu.upload(np.concatenate([np.zeros(5, np.float32), k.ravel(), v.ravel()]))
-    dst = gpu.buffer((n * (rw + vw) + 4) * 4)
+    dst, staged = gpu.buffer((n * (rw + vw) + 4) * 4), gpu.buffer((n * (rw + vw) + 9) * 4)
     v_src, v_dst = 5 + k.size, 4 + n * rw
     if one_dispatch:
-        gs.record(src, 5, dst, 4, groups=2, v_src=v_src, v_dst=v_dst)
+        gs.record(src, 5, dst, 4, staged, 9, groups=2, v_src=v_src, v_dst=v_dst, staged_v=9 + n * rw)
     else:
         for i in range(2):
             at = i * G * 3
-            gs.record(src, 5 + at * hd, dst, 4 + at * rw, v_src=v_src + at * hd, v_dst=v_dst + at * vw)
-    d = np.frombuffer(gpu.read(dst), np.uint32)[4:]
+            gs.record(src, 5 + at * hd, dst, 4 + at * rw, staged, 9 + at * rw, v_src=v_src + at * hd,
+                      v_dst=v_dst + at * vw, staged_v=9 + n * rw + at * vw)
+    d = np.frombuffer(gpu.read(dst), np.uint32)[4: 4 + n * (rw + vw)]
+    st = np.frombuffer(gpu.read(staged), np.uint32)[9: 9 + n * (rw + vw)]
+    if staged_too:
+        assert np.array_equal(st, d)
+    else:
+        d = st
     return d[: n * rw].reshape(2 * G, 3, rw), d[n * rw:].reshape(2 * G, 3, vw)
 
 
@@ -241,16 +252,18 @@ def test_group_kernel_zeroes_v_rows_it_cannot_quantise(gpu):
     ("    for (var q = 1u; q < K_PARTS; q = q + 1u) {", "    for (var q = 1u; q < K_PARTS - 1u; q = q + 1u) {"),
     ("    part_bad[i] = select(0u, 1u, mag >= 0x7f800000u);", "    part_bad[i] = 0u;"),
     ("        let sm = sb[t];", "        let sm = sb[c];"),
-    ("g) * V_ROW_WORDS + HD / 8u] = sb[t]; }", "g) * V_ROW_WORDS + HD / 8u - 1u] = sb[t]; }"),
+    ("g) * V_ROW_WORDS + HD / 8u, sb[t]); }", "g) * V_ROW_WORDS + HD / 8u - 1u, sb[t]); }"),
     ("    if (V_ROWS && wid.z == 1u) {", "    if (V_ROWS && wid.z == 2u) {"),
+    ("    put_staged(ps.k + at, word);", "    put_staged(ps.k + at + 1u, word);"),
+    ("    put_staged(ps.v + at, word);", "    put_staged(ps.k + at, word);"),
 ], ids=["a row's last part left out of its range", "a channel's last part left out of its range",
         "a non-finite V value missed", "a V row coded with another row's scale", "a V row's scale word one word early",
-        "V workgroups quantising K again"])
+        "V workgroups quantising K again", "K rows staged one word late", "V rows staged over K's"])
 def test_a_broken_v_residual_group_kernel_is_caught(gpu, monkeypatch, old, new):
     k, v = group_inputs(64, formats.FORMATS["c4a"].group), v_group_inputs(64)
     v[3, 1, 7] = np.nan
     patch_shader(monkeypatch, gpu, "group.wgsl", old, new)
-    got_k, got_v = group_rows_output(gpu, k, v, one_dispatch=True)
+    got_k, got_v = group_rows_output(gpu, k, v, one_dispatch=True, staged_too="put_staged" not in old)
     v[3, 1] = 0.0
     assert not (np.array_equal(got_k, formats.encode(k, "c4a")) and np.array_equal(got_v, formats.encode(v, "q4a")))
 

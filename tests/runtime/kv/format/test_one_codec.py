@@ -25,10 +25,10 @@ def _rows(seed, n=TOTAL):
     return (rng.standard_normal((n, N_KV, HD)) * 2).astype(np.float32), rng.standard_normal((n, N_KV, HD)).astype(np.float32)
 
 
-def _fill(gpu, mode, k, v, *, on_gpu, budget=None):
+def _fill(gpu, mode, k, v, *, on_gpu, budget=None, chunks=CHUNKS):
     cache = NumpyKVCache(gpu, 1, N_KV, HD, 256, mode=mode, window=64, vram_budget=budget)
     pos = 0
-    for n in CHUNKS:
+    for n in chunks:
         if on_gpu:
             cache.append(0, gpu.upload(k[pos: pos + n]), gpu.upload(v[pos: pos + n]), pos, n)
         else:
@@ -61,6 +61,23 @@ def test_gpu_appends_give_the_master_the_numpy_codec_rows(gpu, mode):
         for block in range(2 if on_gpu.residual.v_res else 1):
             assert on_device[block * size: block * size + used] == on_gpu.residual.host_words(0)[block * size: block * size + used]
     assert _attend(gpu, on_gpu, q) == _attend(gpu, on_host, q)
+
+
+@pytest.mark.parametrize(("old", "new", "chunks"), [
+    ("if (STAGED_IS_SRC) { src[at] = word; }", "if (STAGED_IS_SRC) { src[at + 1u] = word; }", (130, 25)),
+    ("} else { staged[at] = word; }", "} else { staged[at + 1u] = word; }", CHUNKS),
+], ids=["a batch's groups staged one word late", "a filled group staged one word late"])
+def test_groups_staged_off_their_place_are_caught(gpu, monkeypatch, old, new, chunks):
+    """Mutation: the group kernel writes the quantised groups into staging (the master's copy) one word late, for
+    the groups a batch completes (quantised from staging into staging) or those filled in the residual."""
+    from tests.helpers.shader_patch import patch_shader
+
+    k, v = _rows(7)
+    want = _fill(gpu, "q4res", k, v, on_gpu=False, chunks=chunks)
+    patch_shader(monkeypatch, gpu, "group.wgsl", old, new)
+    assert bytes(_fill(gpu, "q4res", k, v, on_gpu=True, chunks=chunks).master.layers[0]) != bytes(want.master.layers[0])
+    monkeypatch.undo()  # the kernels as they are: the same master as the host's codec
+    assert bytes(_fill(gpu, "q4res", k, v, on_gpu=True, chunks=chunks).master.layers[0]) == bytes(want.master.layers[0])
 
 
 def test_the_pure_cache_runs_grouped_modes_and_streams_them_from_its_master(gpu):
