@@ -3,8 +3,8 @@
 On the GPU each layer has a residual buffer [G, n_kv, hd] f32 of K (then V, when V has a residual
 too): the store kernel writes appended rows as f32, a scatter dispatch copies them in, and when the group's last
 position arrives the group kernel quantises it into the window slot (a batch's groups that lie wholly in it
-are quantised straight from its staged rows, a window's in one dispatch). The quantised rows are then
-copied into staging, so the host master receives the kernel's own output at the next sync: the host
+are quantised straight from its staged rows, a window's in one dispatch). The same dispatch writes the
+quantised rows into staging too, so the host master receives the kernel's own output at the next sync: the host
 never quantises (one codec, the WGSL one, which also lets the browser run these modes). The host
 keeps the same residual rows in f32 (read back with the other rows) to rebuild the GPU buffer after
 a device loss. Appending into a group that was already quantised (a rewind) decodes it back to f32
@@ -19,20 +19,19 @@ from typing import Any
 from ..gpu.limits import workgroups
 from ..gpu.params import ParamCache, StepParams
 from .errors import KVError
-from .format.modes import Mode
 from .format.rows import decode_constants
 from .layout import Kind, Layout
 from .mirrors import Mirrors
 from .staging import Entry, Staging
 from .store.scatter import Scatter
-from .store.store import GroupStore, Store
+from .store.store import GroupStore
 
 RESIDUAL_ROLE = "residual"  # the step-parameter role of the scatter into the residual buffer
 FIRST_ROLE = "residual_first"  # ... of a batch's rows that complete the group the residual holds (`record_batch`)
-# a one-position step's group kernels (K group, V rows) and its copy of the group into staging read where the
-# group lies in its slot from step parameters of these roles, so a step that fills a group replays the tape
-# of the last one that did (`step_kind`); batches keep one cached buffer per window of groups
-GROUP_ROLES = ("group_k", "group_v", "group_copy")
+# a one-position step's group kernel (K group and V rows) reads where the group lies in its slot from a step
+# parameter of this role, so a step that fills a group replays the tape of the last one that did (`step_kind`);
+# batches keep one cached buffer per window of groups
+GROUP_ROLE = "group"
 
 
 class Residual:
@@ -52,10 +51,8 @@ class Residual:
         are copied in by `scatter` (a dispatch, so a decode step stays one compute pass and can be taped)."""
         lay, m = self.layout, self.layout.mode
         self.gpu, self.params, self.step, self.mirrors, self.scatter = gpu, params, step, mirrors, scatter
-        self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k)
-        if self.v_res:  # quantises the residual's V rows (read as "K" rows of a K-only store)
-            self.v_store = Store(gpu, lay.n_kv, lay.head_dim, Mode("v", m.v, m.v), params, k_only=True)
-            self.no_flags = gpu.buffer(lay.group * lay.n_kv * 4)
+        # quantises a group's K (and with a V residual its V rows, in the same dispatch)
+        self.group_store = GroupStore(gpu, lay.n_kv, lay.head_dim, params, m.k, v_rows=m.v if self.v_res else None)
         self.dequantise = gpu.kernel(f"{__package__}.store", "dequantise.wgsl", V_RES=self.v_res,
                                      **decode_constants(m.kf, m.vf, lay.head_dim),
                                      MUT_NORMALISE=False, MUT_GQA=False, MUT_CAUSAL=False)
@@ -72,7 +69,7 @@ class Residual:
     # ---- GPU side, while recording ---------------------------------------------------------
     def record_append(self, layer: int, e: Entry, staging: Staging, slot: Any, copied: bool = False) -> None:
         """Copy the entry's f32 rows into the residual (copied=True: the store kernel already wrote them
-        there); quantise every group they fill into `slot(win)` and copy the result into staging."""
+        there); quantise every group they fill into `slot(win)` and into staging."""
         G = self.layout.group
         p = e.pos
         while p < e.pos + e.n:
@@ -111,7 +108,7 @@ class Residual:
     def record_batch(self, layer: int, e: Entry, runs: list[tuple[int, int]], outs: list[Entry], staging: Staging,
                      slot: Callable[[int], Any]) -> None:
         """A batch's rows, stored in staging entry `e`, into the groups: each run of `completed_runs` quantised
-        into its window's slot and copied into its group entry in `outs` (booked before `e`: the host takes
+        into its window's slot and into its group entry in `outs` (booked before `e`: the host takes
         the groups first, then the rows left in the residual). The group the residual holds is completed there
         and quantised from it; the groups wholly inside the batch straight from staging, a window's all in one
         dispatch per kernel (bench/NOTES.md session 18: a dispatch per group made q4res's prefill 1.8x f32's
@@ -125,53 +122,49 @@ class Residual:
             whole = start
             if start < e.pos:  # the group the residual holds: its last rows in, quantised from there
                 self._to_residual(layer, e, staging, e.pos, start + G, role=FIRST_ROLE)
-                self._from_residual(layer, start, win_slot)
+                self._from_residual(layer, start, win_slot, staging, out)
                 whole = start + G
             if whole < end:
                 at = (whole - e.pos) * rw
-                self._group_kernels(staging.buffer, e.word + at, v_rows + at, whole, (end - whole) // G, win_slot)
-            self._copy_out(win_slot, start, end - start, staging, out)
+                self._group_kernels(staging.buffer, e.word + at, v_rows + at, whole, (end - whole) // G, win_slot,
+                                    staging, out)
             self.gpu_start[layer] = done = end
         if done < e.pos + e.n:
             self._to_residual(layer, e, staging, done, e.pos + e.n)
 
-    def _from_residual(self, layer: int, g0: int, slot: Any, params: tuple[Any, Any] = (None, None)) -> None:
-        """Quantise group g0 from `layer`'s residual buffer (K rows, then V rows after the group's K) into `slot`."""
+    def _from_residual(self, layer: int, g0: int, slot: Any, staging: Staging, out: Entry, params: Any = None) -> None:
+        """Quantise group g0 from `layer`'s residual buffer (K rows, then V rows after the group's K) into `slot` and
+        its place in the staging group entry `out`."""
         self._group_kernels(self.bufs[layer], 0, self.layout.group * self.layout.f32_row_bytes // 4, g0, 1, slot,
-                            params)
+                            staging, out, params)
 
-    def _slot_words(self, start: int, n: int) -> tuple[int, int, int, int]:
-        """(K word, K words, V word, V words) that positions [start, start+n) of quantised groups take in their
-        window's slot (V words only where V has a residual): what a copy of them into staging moves."""
+    def _group_words(self, g0: int, out: Entry) -> tuple[int, int, int, int]:
+        """(K word, V word) of the groups from g0 on in their window's slot, then in their staging group entry `out`
+        (its K block, then its V block; V words only where V has a residual)."""
         lay = self.layout
-        return (lay.slot_word(Kind.K, start), n * lay.k_words, lay.slot_word(Kind.V, start),
-                n * lay.v_words if self.v_res else 0)
+        staged_k = out.word + (g0 - out.pos) * out.k_words
+        staged_v = out.word + out.n * out.k_words + (g0 - out.pos) * out.v_words
+        if not self.v_res:
+            return lay.slot_word(Kind.K, g0), 0, staged_k, 0
+        return lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0), staged_k, staged_v
 
-    def _copy_out(self, slot: Any, start: int, n: int, staging: Staging, out: Entry, src_params: Any = None) -> None:
-        """Positions [start, start+n) of quantised groups in `slot` into their staging group entry `out` (a scatter
-        dispatch, inside the compute pass); src_params: a step parameter holding `_slot_words` (else cached)."""
-        k_word, n_k, v_word, n_v = self._slot_words(start, n)
-        self.scatter.copy(slot, k_word, n_k, v_word, n_v, staging.buffer, out.word, out.word + n_k,
-                          src_params=src_params)
-
-    def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any,
-                       params: tuple[Any, Any] = (None, None)) -> None:
-        """Quantise `groups` groups from g0 on into `slot`: f32 K rows [G, n_kv, hd] per group from src word
-        k_word, and (V residual) V rows from v_word; params: their step parameters (None: cached by value)."""
+    def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any, staging: Staging,
+                       out: Entry, params: Any = None) -> None:
+        """Quantise `groups` groups from g0 on into `slot` and into their place in the staging group entry `out`
+        (one dispatch): f32 K rows [G, n_kv, hd] per group from src word k_word, and (V residual) V rows from v_word;
+        params: their step parameter (None: cached by value)."""
         lay = self.layout
         n = groups * lay.group
-        dst_k, dst_v = lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0)
-        self.group_store.record(src, k_word, slot, dst_k, params=params[0], groups=groups)
+        dst_k, dst_v, staged_k, staged_v = self._group_words(g0, out)
+        self.group_store.record(src, k_word, slot, dst_k, staging.buffer, staged_k, params=params, groups=groups,
+                                v_src=v_word if self.v_res else 0, v_dst=dst_v, staged_v=staged_v)
         self.mirrors.mark(slot, dst_k * 4, (dst_k + n * lay.k_words) * 4)
         if self.v_res:
-            if int(self.no_flags.size) < n * lay.n_kv * 4:  # the flags these rows' quantisation writes (unread)
-                self.no_flags = self.gpu.buffer(n * lay.n_kv * 4)
-            self.v_store.record(src, src, n, slot, dst_v, self.no_flags, 0, src_word=v_word, params=params[1])
             self.mirrors.mark(slot, dst_v * 4, (dst_v + n * lay.v_words) * 4)
 
     def step_kind(self, pos: int) -> str | None:
         """What a one-position step at `pos` does in every layer's residual: "append" (copies its rows in),
-        "fill" (they complete the group: it is quantised into its slot and copied into staging), or None: the
+        "fill" (they complete the group: it is quantised into its slot and into staging), or None: the
         GPU residual does not hold the group (a rewind or a restore: `restart`, recorded afresh)."""
         g0 = pos - pos % self.layout.group
         if not all(start == g0 for start in self.gpu_start):
@@ -193,17 +186,14 @@ class Residual:
         if pos % G and pos + n - (pos + n) % G > pos:
             self.scatter.dst_words(*self.dst_words(pos), role=FIRST_ROLE)
 
-    def _group_params(self, g0: int, one_step: bool) -> tuple[Any, Any, Any]:
-        """The parameter buffers of quantising group g0 (K, V) and copying it from its slot: step parameters
-        (`GROUP_ROLES`) for one-position steps, else cached by value."""
+    def _group_params(self, g0: int, one_step: bool) -> Any:
+        """The parameters of quantising group g0 from the residual into its slot (where it lies in staging is a
+        parameter cached by value): a step parameter (`GROUP_ROLE`) for one-position steps, else cached by value."""
         lay = self.layout
-        copy = self._slot_words(g0, lay.group)
         rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
-        words = ((0, copy[0], 0, 0), (lay.group, copy[2], 0, lay.group * rw), copy)
-        if one_step:
-            k, v, c = (self.step.get((role,), *w) for role, w in zip(GROUP_ROLES, words, strict=True))
-            return k, v, c
-        return self.params.get(*words[0]), self.params.get(*words[1]), self.params.get(*words[2])
+        words = (0, lay.slot_word(Kind.K, g0), lay.group * rw if self.v_res else 0,
+                 lay.slot_word(Kind.V, g0) if self.v_res else 0)
+        return self.step.get((GROUP_ROLE,), *words) if one_step else self.params.get(*words)
 
     def dst_words(self, pos: int) -> tuple[int, int]:
         """Where position `pos`'s K and V rows land in its layer's residual buffer (words): the per-step
@@ -213,14 +203,13 @@ class Residual:
         return at * rw, (self.layout.group + at) * rw
 
     def _quantise(self, layer: int, g0: int, slot: Any, staging: Staging, one_step: bool) -> None:
-        """Quantise group g0 from the residual into `slot` and copy it into staging (a group entry booked now)."""
-        k_params, v_params, copy_params = self._group_params(g0, one_step)
-        self._from_residual(layer, g0, slot, (k_params, v_params))
-        self._copy_out(slot, g0, self.layout.group, staging, staging.book_group(layer, g0), copy_params)
+        """Quantise group g0 from the residual into `slot` and into staging (a group entry booked now)."""
+        params = self._group_params(g0, one_step)
+        self._from_residual(layer, g0, slot, staging, staging.book_group(layer, g0), params)
 
     def replay_fill(self, layer: int, g0: int, staging: Staging) -> None:
         """The bookkeeping of quantising group g0 of `layer`, for a replayed step that fills it (its taped
-        dispatches quantise and copy): the staging entry `_quantise` books, and the residual's new start."""
+        dispatch quantises into the slot and staging): the staging entry `_quantise` books, and the residual's new start."""
         staging.book_group(layer, g0)
         self.gpu_start[layer] = g0 + self.layout.group
 

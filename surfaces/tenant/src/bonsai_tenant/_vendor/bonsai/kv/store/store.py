@@ -66,25 +66,40 @@ class Store:
 
 
 class GroupStore:
-    """Records `group.wgsl`: full groups of f32 K rows -> c4 / c4a rows (per-channel scales)."""
+    """Records `group.wgsl`: full groups of f32 K rows -> c4 / c4a rows (per-channel scales), and with a V residual
+    (`v_rows`) the same positions' f32 V rows -> q4a rows, in the same dispatch."""
 
-    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None, fmt: str = "c4"):
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, params: ParamCache | None = None, fmt: str = "c4",
+                 v_rows: str | None = None):
         self.gpu, self.n_kv, self.head_dim = gpu, n_kv, head_dim
         self.fmt = FORMATS[fmt]
         self.group = self.fmt.group
         self.row_words = self.fmt.row_words(head_dim)
+        if v_rows is not None and v_rows != "q4a":
+            raise ValueError(f"GroupStore(v_rows={v_rows!r}): group.wgsl quantises V rows to q4a only")
+        self.v_rows = v_rows is not None
         self.params = params or ParamCache(gpu)
-        self.kernel = gpu.kernel(__package__, "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group,
-                                 ROW_WORDS=self.row_words, ASYM=self.fmt.asym)
+        # (group.wgsl's STAGED_IS_SRC: a batch's rows quantised from staging into staging, one binding for both)
+        self.kernel, self.kernel_in_src = (gpu.kernel(
+            __package__, "group.wgsl", HEAD_DIM=head_dim, N_KV=n_kv, GROUP=self.group, ROW_WORDS=self.row_words,
+            ASYM=self.fmt.asym, V_ROWS=self.v_rows, STAGED_IS_SRC=same) for same in (False, True))
+        self._spare = gpu.buffer(16)  # the unused `staged` binding of kernel_in_src
 
-    def record(self, src: Any, src_word: int, dst: Any, dst_word: int, params: Any = None, groups: int = 1) -> None:
+    def record(self, src: Any, src_word: int, dst: Any, dst_word: int, staged: Any, staged_k: int,
+               params: Any = None, groups: int = 1, v_src: int = 0, v_dst: int = 0, staged_v: int = 0) -> None:
         """`groups` consecutive groups of f32 rows [group, n_kv, hd] at src word src_word -> grouped rows at dst word
-        dst_word (each group as a dispatch of its own would quantise it).
+        dst_word (each group as a dispatch of its own would quantise it), and the same words into `staged` from word
+        staged_k on; with `v_rows`, the f32 V rows from src word v_src on -> q4a rows from dst word v_dst on (and
+        from staged word staged_v on).
 
-        params: a buffer already holding (src_word, dst_word, 0, 0) (a step parameter), else cached."""
+        params: a buffer already holding (src_word, dst_word, v_src, v_dst) (a step parameter), else cached; the
+        staged words are a parameter cached by value."""
         if params is None:
-            params = self.params.get(src_word, dst_word, 0, 0)
-        self.gpu.dispatch(self.kernel, [params, src, dst], (self.n_kv, groups))  # a workgroup per KV head and group
+            params = self.params.get(src_word, dst_word, v_src, v_dst)
+        staged_params = self.params.get(staged_k, staged_v, 0, 0)
+        kernel, staged = (self.kernel_in_src, self._spare) if staged is src else (self.kernel, staged)
+        # a workgroup per KV head and group, for its K (and one for its V rows)
+        self.gpu.dispatch(kernel, [params, src, dst, staged, staged_params], (self.n_kv, groups, 2 if self.v_rows else 1))
 
 
 __all__ = ["MODES", "Store"]
