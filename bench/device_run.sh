@@ -59,6 +59,7 @@
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh s26 [N]     # session 26: fma26, a q4res prompt step by kernel main / this, prefill23 N, llama.cpp pp512
+#   bench/device_run.sh mm26 [N]    # session 26: the tiled matmul main / this (roofline shapes), prompt step by kind, prefill23 N, llama.cpp pp512
 #   bench/device_run.sh fma26       # session 26: the FMA rate by WGSL form (fma_probe.py), the matmul shapes beside it (no model)
 #   bench/device_run.sh final23 [N] # session 23's head: prefill main / this, N rounds decode at 1K beside llama.cpp, HF table, 8K
 #   bench/device_run.sh s23 [N]     # session 23: prefill 512 main / this tree (f32, q4res) N rounds, phases, prompt fold, llama.cpp pp512
@@ -163,6 +164,30 @@ prefill23() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+mm26)
+  # bench/device_run.sh mm26 [ROUNDS] (as s26; .before = main): the matmul shapes (roofline_probe) of main, this
+  # tree and each .var/NAME/runtime, two rounds, a 512-token prompt step by kind (f32, q4res) main / this, prefill23 ROUNDS, llama.cpp pp512 d1024
+  VARS=$(for v in .var/*/runtime; do [ -d "$v" ] && echo "$PWD/.site:$PWD/$v $(basename $(dirname $v))"; done)
+  for round in 1 2; do
+    while read -r path tree; do
+      [ -n "$path" ] || continue
+      PYTHONPATH=$path python3 bench/roofline_probe.py --out "$OUT/roofline_${tree}_$round.json" --tiles 64x64x4,64x64x8 \
+          2>&1 | grep "tiled" | sed "s/^/$tree: /"
+    done <<< "$B main
+$AFTER this
+$VARS"
+  done
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    for run in "$B main" "$AFTER this"; do
+      read -r path tree <<< "$run"
+      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "matmul_tiled|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
+    done
+  done
+  prefill23 "${2:-1}"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
+  ;;
 s26)
   # bench/device_run.sh s26 [ROUNDS] (carry .whl .gl .before .ll .model/part01 after `part part00`; .before = main): the
   # FMA rate by WGSL form and the matmul shapes (fma26); a 512-token q4res prompt step by kernel, main and this tree;
