@@ -57,6 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh final26 [N] # session 26: final25 again (the head against .before)
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh s26 [N]     # session 26: fma26, a q4res prompt step by kernel main / this, prefill23 N, llama.cpp pp512
 #   bench/device_run.sh mm26 [N]    # session 26: the tiled matmul main / this (roofline shapes), prompt step by kind, prefill23 N, llama.cpp pp512
@@ -224,7 +225,7 @@ tl25)
         2>&1 | grep -E "^\||tok/s|ms from"
   done
   ;;
-final25)
+final25|final26)
   # bench/device_run.sh final25 [ROUNDS] (as s25): prefill23 ROUNDS (default 1); decode_rounds 1; hf_table; eight_k
   M=$(model_and_peer)
   prefill23 "${2:-1}"
