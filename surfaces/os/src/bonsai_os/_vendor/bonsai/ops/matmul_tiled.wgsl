@@ -162,6 +162,27 @@ fn store(r: u32, t: u32, v: f32, z: u32) {
     if (ACCUM) { y[yi] += v; } else { y[yi] = v; }
 }
 
+// An invocation's accumulators: row 4g + i, token j in a(4g + i)[j] (a4..a7 only with TM 8).
+struct Acc { a0: vec4<f32>, a1: vec4<f32>, a2: vec4<f32>, a3: vec4<f32>, a4: vec4<f32>, a5: vec4<f32>, a6: vec4<f32>, a7: vec4<f32> }
+
+// Two k (kk, kk + 1) of the staged chunk into the accumulators, their loads first (the same sums in k order).
+fn round2(acc: Acc, kk: u32, tr: u32, tc: u32) -> Acc {
+    var a = acc;
+    let xv = xs[kk * (BN / 4u) + tc];
+    let wv = ws[kk * (BM / 4u) + tr];
+    let xv2 = xs[(kk + 1u) * (BN / 4u) + tc];
+    let wv2 = ws[(kk + 1u) * (BM / 4u) + tr];
+    a.a0 += wv.x * xv; a.a1 += wv.y * xv; a.a2 += wv.z * xv; a.a3 += wv.w * xv;
+    a.a0 += wv2.x * xv2; a.a1 += wv2.y * xv2; a.a2 += wv2.z * xv2; a.a3 += wv2.w * xv2;
+    if (TM == 8u) {
+        let wh = ws[kk * (BM / 4u) + tr + RT];
+        let wh2 = ws[(kk + 1u) * (BM / 4u) + tr + RT];
+        a.a4 += wh.x * xv; a.a5 += wh.y * xv; a.a6 += wh.z * xv; a.a7 += wh.w * xv;
+        a.a4 += wh2.x * xv2; a.a5 += wh2.y * xv2; a.a6 += wh2.z * xv2; a.a7 += wh2.w * xv2;
+    }
+    return a;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
@@ -173,8 +194,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // acc row 4g + i, token j: named vectors (a0..a3 g = 0, a4..a7 g = 1), not a private array indexed in the
     // loop: the H200's driver kept such an array in memory, and the tiled matmul ran 4-7x slower
     // (bench/roofline_probe.py, bench/NOTES.md session 10)
-    var a0 = vec4<f32>(0.0); var a1 = a0; var a2 = a0; var a3 = a0;
-    var a4 = a0; var a5 = a0; var a6 = a0; var a7 = a0;
+    var acc = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0),
+                  vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     // Chunk c + 1's items are fetched into registers while chunk c is multiplied, so the workgroup does not
     // stand idle waiting for global memory between chunks. The same values land in ws and xs.
     let nc = k / 32u;
@@ -185,23 +206,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         stage(li, items);
         workgroupBarrier();
         if (c + 1u < c1) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
-        for (var kk = 0u; kk < 32u; kk += 2u) {  // two k a round, their loads first (the same sums in k order)
-            let xv = xs[kk * (BN / 4u) + tc];
-            let wv = ws[kk * (BM / 4u) + tr];
-            let xv2 = xs[(kk + 1u) * (BN / 4u) + tc];
-            let wv2 = ws[(kk + 1u) * (BM / 4u) + tr];
-            a0 += wv.x * xv; a1 += wv.y * xv; a2 += wv.z * xv; a3 += wv.w * xv;
-            a0 += wv2.x * xv2; a1 += wv2.y * xv2; a2 += wv2.z * xv2; a3 += wv2.w * xv2;
-            if (TM == 8u) {
-                let wh = ws[kk * (BM / 4u) + tr + RT];
-                let wh2 = ws[(kk + 1u) * (BM / 4u) + tr + RT];
-                a4 += wh.x * xv; a5 += wh.y * xv; a6 += wh.z * xv; a7 += wh.w * xv;
-                a4 += wh2.x * xv2; a5 += wh2.y * xv2; a6 += wh2.z * xv2; a7 += wh2.w * xv2;
-            }
-        }
+        // the chunk's sixteen rounds written out: the driver keeps WGSL loops rolled, and a loop step costs about six
+        // FMAs' issue slots (bench/fma_probe.py); on the H100 the products ran 0-24% faster than with a loop of one
+        // round a step, and a loop of four rounds a step ran QKV and wo 1.6x slower at four rows an invocation
+        // (bench/NOTES.md session 26)
+        acc = round2(acc, 0u, tr, tc);
+        acc = round2(acc, 2u, tr, tc);
+        acc = round2(acc, 4u, tr, tc);
+        acc = round2(acc, 6u, tr, tc);
+        acc = round2(acc, 8u, tr, tc);
+        acc = round2(acc, 10u, tr, tc);
+        acc = round2(acc, 12u, tr, tc);
+        acc = round2(acc, 14u, tr, tc);
+        acc = round2(acc, 16u, tr, tc);
+        acc = round2(acc, 18u, tr, tc);
+        acc = round2(acc, 20u, tr, tc);
+        acc = round2(acc, 22u, tr, tc);
+        acc = round2(acc, 24u, tr, tc);
+        acc = round2(acc, 26u, tr, tc);
+        acc = round2(acc, 28u, tr, tc);
+        acc = round2(acc, 30u, tr, tc);
         workgroupBarrier();  // every invocation is done with ws and xs before the next chunk overwrites them
     }
-    let acc = array<vec4<f32>, 8>(a0, a1, a2, a3, a4, a5, a6, a7);  // the epilogue runs once: an array is fine
+    let out = array<vec4<f32>, 8>(acc.a0, acc.a1, acc.a2, acc.a3, acc.a4, acc.a5, acc.a6, acc.a7);  // the epilogue runs once: an array is fine
     for (var g = 0u; g < TM / 4u; g++) {
         let rb = r0 + 4u * (tr + g * RT);
         for (var j = 0u; j < 4u; j++) {
@@ -210,13 +237,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (OUT == 1u) {  // rows rb, rb + 2 are gates, rb + 1, rb + 3 their ups (n is even)
                 for (var i = 0u; i < 4u; i += 2u) {
                     if (rb + i + 1u < n) {
-                        let gate = acc[4u * g + i][j];
-                        y[t * p[5] + p[6] + (rb + i) / 2u] = gate / (1.0 + exp(-gate)) * acc[4u * g + i + 1u][j];
+                        let gate = out[4u * g + i][j];
+                        y[t * p[5] + p[6] + (rb + i) / 2u] = gate / (1.0 + exp(-gate)) * out[4u * g + i + 1u][j];
                     }
                 }
             } else {
                 for (var i = 0u; i < 4u; i++) {
-                    if (rb + i < n) { store(rb + i, t, acc[4u * g + i][j], wid.z); }
+                    if (rb + i < n) { store(rb + i, t, out[4u * g + i][j], wid.z); }
                 }
             }
         }
