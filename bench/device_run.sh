@@ -57,7 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
-#   bench/device_run.sh final26 [N] # session 26: final25 again (the head against .before)
+#   bench/device_run.sh final26 [N] # session 26: the prompt step by kind main / this, then final25 (prefill23 N)
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh s26 [N]     # session 26: fma26, a q4res prompt step by kernel main / this, prefill23 N, llama.cpp pp512
 #   bench/device_run.sh mm26 [N]    # session 26: the tiled matmul main / this (roofline shapes), prompt step by kind, prefill23 N, llama.cpp pp512
@@ -225,7 +225,23 @@ tl25)
         2>&1 | grep -E "^\||tok/s|ms from"
   done
   ;;
-final25|final26)
+final26)
+  # bench/device_run.sh final26 [ROUNDS] (as s26; .before = the session's start): a 512-token prompt step by kind, main /
+  # this (f32, q4res), then final25's rows: prefill23 ROUNDS, decode_rounds 1, hf_table, eight_k
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    for run in "$B main" "$AFTER this"; do
+      read -r path tree <<< "$run"
+      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "matmul_tiled|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
+    done
+  done
+  prefill23 "${2:-1}"
+  decode_rounds 1
+  hf_table
+  eight_k
+  ;;
+final25)
   # bench/device_run.sh final25 [ROUNDS] (as s25): prefill23 ROUNDS (default 1); decode_rounds 1; hf_table; eight_k
   M=$(model_and_peer)
   prefill23 "${2:-1}"
