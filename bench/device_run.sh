@@ -163,6 +163,17 @@ prefill23() {
     done
   done
 }
+# prompt_kinds KINDS PATTERN: a 512-token prompt step by kernel (kernel_probe), main (.before) and this tree, for each
+# KV mode in KINDS, the lines matching PATTERN (s25, s26, mm26, final26)
+prompt_kinds() {
+  for kv in $1; do
+    for run in "$B main" "$AFTER this"; do
+      read -r path tree <<< "$run"
+      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "$2" | cut -c1-150 | sed "s/^/$tree $kv: /"
+    done
+  done
+}
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 mm26)
@@ -179,13 +190,7 @@ $AFTER this
 $VARS"
   done
   M=$(model_and_peer)
-  for kv in f32 q4res; do
-    for run in "$B main" "$AFTER this"; do
-      read -r path tree <<< "$run"
-      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
-          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "matmul_tiled|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
-    done
-  done
+  prompt_kinds "f32 q4res" "matmul_tiled|whole step"
   prefill23 "${2:-1}"
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
   ;;
@@ -196,11 +201,7 @@ s26)
   PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\\|adapter"
   PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|"
   M=$(model_and_peer)
-  for run in "$B main" "$AFTER this"; do
-    read -r path tree <<< "$run"
-    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 30 \
-        --out "$OUT/probe_q4res_$tree.json" 2>&1 | grep -E "group|store|scatter|whole step" | cut -c1-150 | sed "s/^/$tree: /"
-  done
+  prompt_kinds q4res "group|store|scatter|whole step"
   prefill23 "${2:-1}"
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "pp512"
   ;;
@@ -229,13 +230,7 @@ final26)
   # bench/device_run.sh final26 [ROUNDS] (as s26; .before = the session's start): a 512-token prompt step by kind, main /
   # this (f32, q4res), then final25's rows: prefill23 ROUNDS, decode_rounds 1, hf_table, eight_k
   M=$(model_and_peer)
-  for kv in f32 q4res; do
-    for run in "$B main" "$AFTER this"; do
-      read -r path tree <<< "$run"
-      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
-          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "matmul_tiled|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
-    done
-  done
+  prompt_kinds "f32 q4res" "matmul_tiled|whole step"
   prefill23 "${2:-1}"
   decode_rounds 1
   hf_table
@@ -254,13 +249,7 @@ s25)
   # this tree, f32 and q4res; prompts with and without the four-token prompt fold (prefill_ab.py --switch lane-fold);
   # prefill23 ROUNDS (default 1); llama.cpp's pp512 at depth 0 and 1024; decode_rounds 1
   M=$(model_and_peer)
-  for kv in f32 q4res; do
-    for run in "$B main" "$AFTER this"; do
-      read -r path tree <<< "$run"
-      PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
-          --out "$OUT/probe_${kv}_$tree.json" 2>&1 | grep -E "blocks|merge|whole step" | cut -c1-150 | sed "s/^/$tree $kv: /"
-    done
-  done
+  prompt_kinds "f32 q4res" "blocks|merge|whole step"
   PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch lane-fold --model $M --out "$OUT/lane_fold.json" \
       2>&1 | grep -E "^\||prompt tok/s"
   prefill23 "${2:-1}"
