@@ -22,21 +22,8 @@ class Scatter:
         The destination is a per-step parameter of `role` (one buffer per role, rewritten when it moves):
         a step's scatters of one role must share their destination."""
         if n_k + n_v:
-            self._dispatch(src, src_k, n_k, src_v, n_v, dst, self.step.get((role,), dst_k, dst_v, 0, 0))
-
-    def copy(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_k: int, dst_v: int,
-             src_params: Any = None) -> None:
-        """The same copy to a destination that is a parameter of its own (cached by value), not a step's: for
-        copies that do not move with the step (a filled group's rows into staging), where `gpu.copy` would end
-        the compute pass. src_params: a buffer already holding (src_k, n_k, src_v, n_v) (a step parameter:
-        where a group lies in its slot moves with the step that fills it), else cached by value."""
-        if n_k + n_v:
-            self._dispatch(src, src_k, n_k, src_v, n_v, dst, self.params.get(dst_k, dst_v, 0, 0), src_params)
-
-    def _dispatch(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_params: Any,
-                  src_params: Any = None) -> None:
-        sp = src_params if src_params is not None else self.params.get(src_k, n_k, src_v, n_v)
-        self.gpu.dispatch(self.kernel, [sp, dst_params, src, dst], grid(workgroups(n_k + n_v)))
+            sp, dp = self.params.get(src_k, n_k, src_v, n_v), self.step.get((role,), dst_k, dst_v, 0, 0)
+            self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n_k + n_v)))
 
     def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
         """Write the per-step destination now (before recording), so recording does not split the pass;

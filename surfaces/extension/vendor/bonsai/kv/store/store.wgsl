@@ -25,13 +25,12 @@ const V_ASYM: bool = {{V_ASYM}};
 const ROTATE_K: bool = {{ROTATE_K}};
 const K_LIMIT: f32 = {{K_LIMIT}};  // f32 K kept for per-channel quantisation: flag |x| >= this (0: none)
 const V_LIMIT: f32 = {{V_LIMIT}};  // f32 V kept in the residual, quantised later: flag |x| >= this (0: none)
-const HALVES: u32 = {{HALVES}}u;   // 2: K rows then V rows; 1: K rows only
 
 //#include "../format/rounding.wgsl"
 
 //#include "../format/hadamard.wgsl"
 
-// Row r of a dispatch over HALVES * n * N_KV rows (K rows, then V rows): where its values come from (the
+// Row r of a dispatch over 2 * n * N_KV rows (K rows, then V rows): where its values come from (the
 // first float in k_src / v_src) and where it is written (its first word in dst). Both entries use these.
 fn half_rows() -> u32 { return p.n * N_KV; }
 
@@ -58,7 +57,7 @@ var<workgroup> over_limit: atomic<u32>;
 fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
             @builtin(local_invocation_index) li: u32) {
     let r = wid.y * nw.x + wid.x;
-    if (r >= HALVES * half_rows()) { return; }
+    if (r >= 2u * half_rows()) { return; }
     let is_v = r >= half_rows();
     let src = row_src(r);
     let out = row_dst(r);
@@ -149,7 +148,7 @@ fn row_params(bits: u32, block: u32, asym: bool, limit: f32, rotate: bool) {
 fn main_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
              @builtin(local_invocation_index) li: u32) {
     let r = wid.y * nw.x + wid.x;
-    if (r >= HALVES * half_rows()) { return; }
+    if (r >= 2u * half_rows()) { return; }
     let is_v = r >= half_rows();
     let src = row_src(r);
     for (var j = li; j < HD; j = j + 64u) {

@@ -138,15 +138,16 @@ class Residual:
         self._group_kernels(self.bufs[layer], 0, self.layout.group * self.layout.f32_row_bytes // 4, g0, 1, slot,
                             staging, out, params)
 
-    def _group_words(self, g0: int, out: Entry) -> tuple[int, int, int, int]:
-        """(K word, V word) of the groups from g0 on in their window's slot, then in their staging group entry `out`
-        (its K block, then its V block; V words only where V has a residual)."""
+    def _slot_words(self, g0: int) -> tuple[int, int]:
+        """(K word, V word) of the groups from g0 on in their window's slot (V: 0 unless V has a residual)."""
         lay = self.layout
+        return lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0) if self.v_res else 0
+
+    def _staged_words(self, g0: int, out: Entry) -> tuple[int, int]:
+        """(K word, V word) of the groups from g0 on in their staging group entry `out` (its K block, then its V block;
+        V: 0 unless V has a residual)."""
         staged_k = out.word + (g0 - out.pos) * out.k_words
-        staged_v = out.word + out.n * out.k_words + (g0 - out.pos) * out.v_words
-        if not self.v_res:
-            return lay.slot_word(Kind.K, g0), 0, staged_k, 0
-        return lay.slot_word(Kind.K, g0), lay.slot_word(Kind.V, g0), staged_k, staged_v
+        return staged_k, out.word + out.n * out.k_words + (g0 - out.pos) * out.v_words if self.v_res else 0
 
     def _group_kernels(self, src: Any, k_word: int, v_word: int, g0: int, groups: int, slot: Any, staging: Staging,
                        out: Entry, params: Any = None) -> None:
@@ -155,7 +156,7 @@ class Residual:
         params: their step parameter (None: cached by value)."""
         lay = self.layout
         n = groups * lay.group
-        dst_k, dst_v, staged_k, staged_v = self._group_words(g0, out)
+        (dst_k, dst_v), (staged_k, staged_v) = self._slot_words(g0), self._staged_words(g0, out)
         self.group_store.record(src, k_word, slot, dst_k, staging.buffer, staged_k, params=params, groups=groups,
                                 v_src=v_word if self.v_res else 0, v_dst=dst_v, staged_v=staged_v)
         self.mirrors.mark(slot, dst_k * 4, (dst_k + n * lay.k_words) * 4)
@@ -191,8 +192,8 @@ class Residual:
         parameter cached by value): a step parameter (`GROUP_ROLE`) for one-position steps, else cached by value."""
         lay = self.layout
         rw = lay.f32_row_bytes // 4  # the V rows start where the residual's G K rows end
-        words = (0, lay.slot_word(Kind.K, g0), lay.group * rw if self.v_res else 0,
-                 lay.slot_word(Kind.V, g0) if self.v_res else 0)
+        dst_k, dst_v = self._slot_words(g0)
+        words = (0, dst_k, lay.group * rw if self.v_res else 0, dst_v)
         return self.step.get((GROUP_ROLE,), *words) if one_step else self.params.get(*words)
 
     def dst_words(self, pos: int) -> tuple[int, int]:

@@ -20,17 +20,15 @@ def k_limit(f: RowFormat) -> float:
 class Store:
     """Records the store kernel for one (n_kv_heads, head_dim, mode); grouped K is stored as f32."""
 
-    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None,
-                 k_only: bool = False):
+    def __init__(self, gpu: Any, n_kv: int, head_dim: int, mode: str | Mode, params: ParamCache | None = None):
         m = get_mode(mode) if isinstance(mode, str) else mode
         self.gpu, self.n_kv, self.head_dim, self.mode = gpu, n_kv, head_dim, m
         self.k_words, self.v_words = m.k_store.row_words(head_dim), m.v_store.row_words(head_dim)
-        self.halves = 1 if k_only else 2  # k_only: only the K rows (used to quantise residual V rows)
         self.row_words = self.k_words  # K rows; V rows follow the K block (see store.wgsl)
         self.params = params or ParamCache(gpu)
         # f32 rows are copied by a workgroup per row (`main_f32`); rows to rotate or quantise are quantised
         # by one (`main_rows`)
-        self.f32_rows = m.k_store.bits == 32 and (k_only or m.v_store.bits == 32) and not m.rotate_k
+        self.f32_rows = m.k_store.bits == 32 and m.v_store.bits == 32 and not m.rotate_k
         # grouped K: the per-channel scale (and min) must fit f16; a V residual: the same for V (0: no limit)
         self.k_limit = k_limit(m.kf) if m.grouped else 0.0
         self.v_limit = k_limit(m.vf) if m.v_residual else 0.0
@@ -38,7 +36,7 @@ class Store:
             __package__, "store.wgsl", entry="main_f32" if self.f32_rows else "main_rows", HEAD_DIM=head_dim, N_KV=n_kv,
             ROTATE_K=m.rotate_k, ALSO=also,
             INV_SQRT_HD=f32_literal(1.0 / math.sqrt(head_dim)),
-            K_LIMIT=f"{self.k_limit:.1f}", V_LIMIT=f"{self.v_limit:.1f}", HALVES=self.halves,
+            K_LIMIT=f"{self.k_limit:.1f}", V_LIMIT=f"{self.v_limit:.1f}",
             **format_constants("K", m.k_store, head_dim), **format_constants("V", m.v_store, head_dim),
         ) for also in (False, self.f32_rows))
         self._spares = (gpu.buffer(16), gpu.buffer(16))  # dst2 and d2 where nothing is copied twice
@@ -52,7 +50,7 @@ class Store:
         also=(buffer, words), f32 rows only: the same words into `buffer` too, K rows from word words[0]
         and V rows from words[1] on (`words`: a buffer of u32 x 4, a per-step parameter).
         params: a buffer already holding (n, dst_word, flag_base, src_word) (a step parameter), else cached."""
-        rows = self.halves * n * self.n_kv
+        rows = 2 * n * self.n_kv
         if params is None:
             word = src_pos * self.n_kv * self.head_dim if src_word is None else src_word
             params = self.params.get(n, dst_word, flag_base, word)
