@@ -163,6 +163,11 @@ prefill23() {
     done
   done
 }
+# fma_rates: the FMA rate by WGSL form (fma_probe.py) and the matmul shapes beside it (roofline_probe.py) (fma26, s26)
+fma_rates() {
+  PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\|adapter"
+  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|\|adapter"
+}
 # prompt_kinds KINDS PATTERN: a 512-token prompt step by kernel (kernel_probe), main (.before) and this tree, for each
 # KV mode in KINDS, the lines matching PATTERN (s25, s26, mm26, final26)
 prompt_kinds() {
@@ -198,8 +203,7 @@ s26)
   # bench/device_run.sh s26 [ROUNDS] (carry .whl .gl .before .ll .model/part01 after `part part00`; .before = main): the
   # FMA rate by WGSL form and the matmul shapes (fma26); a 512-token q4res prompt step by kernel, main and this tree;
   # prefill23 ROUNDS (default 1); llama.cpp's pp512 at depth 1024
-  PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\\|adapter"
-  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|"
+  fma_rates
   M=$(model_and_peer)
   prompt_kinds q4res "group|store|scatter|whole step"
   prefill23 "${2:-1}"
@@ -490,8 +494,7 @@ where21)
   ;;
 fma26)
   # bench/device_run.sh fma26 (carry .whl .gl only: no model): is roofline_probe's FMA peak the card's or its form's?
-  PYTHONPATH=$AFTER python3 bench/fma_probe.py --out "$OUT/fma_probe.json" 2>&1 | grep "|\|adapter"
-  PYTHONPATH=$AFTER python3 bench/roofline_probe.py --out "$OUT/roofline.json" --tiles 64x64x4,64x64x8 2>&1 | grep "|\|adapter"
+  fma_rates
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw --format=csv
   ;;
 roofline)
