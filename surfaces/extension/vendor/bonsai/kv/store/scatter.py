@@ -22,8 +22,12 @@ class Scatter:
         The destination is a per-step parameter of `role` (one buffer per role, rewritten when it moves):
         a step's scatters of one role must share their destination."""
         if n_k + n_v:
-            sp, dp = self.params.get(src_k, n_k, src_v, n_v), self.step.get((role,), dst_k, dst_v, 0, 0)
-            self.gpu.dispatch(self.kernel, [sp, dp, src, dst], grid(workgroups(n_k + n_v)))
+            self._dispatch(src, src_k, n_k, src_v, n_v, dst, self.step.get((role,), dst_k, dst_v, 0, 0))
+
+    def _dispatch(self, src: Any, src_k: int, n_k: int, src_v: int, n_v: int, dst: Any, dst_params: Any) -> None:
+        """The copy to the destination words in buffer `dst_params` (tests pass one of their own)."""
+        sp = self.params.get(src_k, n_k, src_v, n_v)
+        self.gpu.dispatch(self.kernel, [sp, dst_params, src, dst], grid(workgroups(n_k + n_v)))
 
     def dst_words(self, dst_k: int, dst_v: int, role: str = "scatter") -> Any:
         """Write the per-step destination now (before recording), so recording does not split the pass;
