@@ -161,8 +161,8 @@ def test_blocks_variant_decodes_grouped_scales_once_per_block(gpu, monkeypatch):
 
 @pytest.mark.parametrize(("old", "new"), [
     ("let gb = w.k_off + ((pos - pos % GROUP - w.buf_base)", "let gb = w.k_off + ((pos - pos % GROUP + GROUP - w.buf_base)"),
-    ("dot = dot + qs[qo + d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);",
-     "dot = dot + qs[qo + d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d ^ 1u]);"),
+    ("f32((word >> (sh + 8u)) & K_MASK) * ks[d + 2u] + km[d + 2u],",
+     "f32((word >> (sh + 8u)) & K_MASK) * ks[d + 2u] + km[d + 3u],"),
     ("* vs[k] + vm[k]; }", "* vs[k] + vm[k ^ 1u]; }"),
     ("fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i]), m, l, acc);",
      "fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i ^ 1u]), m, l, acc);"),
