@@ -57,7 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
-#   bench/device_run.sh s27 [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
+#   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
 #   bench/device_run.sh final26 [N] # session 26: the prompt step by kind main / this, then final25 (prefill23 N)
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
 #   bench/device_run.sh s26 [N]     # session 26: fma26, a q4res prompt step by kernel main / this, prefill23 N, llama.cpp pp512
@@ -183,12 +183,12 @@ prompt_kinds() {
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 s27)
-  # bench/device_run.sh s27 [KV...] (as s26; carry .var too; .before = main): the attention fold's GPU us and the
-  # whole step (kernel_probe) of main, this tree and each .var/NAME/runtime, a decode step at 1K and a 512-token
-  # prompt step, for each KV mode (default q4res f32); two rounds
+  # bench/device_run.sh s27 ROUNDS [KV...] (as s26; carry .var too; .before = main): the attention fold's GPU us and
+  # the whole step (kernel_probe) of main, this tree and each .var/NAME/runtime, a decode step at 1K and a 512-token
+  # prompt step, for each KV mode (default q4res f32), ROUNDS rounds
   M=$(model_and_peer)
-  kinds="${*:2}"; kinds=${kinds:-q4res f32}
-  for round in 1 2; do
+  kinds="${*:3}"; kinds=${kinds:-q4res f32}
+  for round in $(seq "$2"); do
     for kv in $kinds; do
       for path in "$B" "$AFTER" .var/*/runtime; do
         name=$(basename "$(dirname "$path")"); [ "$path" = "$AFTER" ] && name=this; [ "$path" = "$B" ] && name=main
