@@ -140,7 +140,7 @@ def test_tiled_dequant_is_bit_exact(gpu, name):
 def test_batches_take_the_tiled_kernel_and_single_tokens_the_matvec(gpu, monkeypatch):
     taken = []
     real = tiled.dispatch
-    monkeypatch.setattr(tiled, "dispatch", lambda *a: taken.append(a[3]) or real(*a))
+    monkeypatch.setattr(tiled, "dispatch", lambda *a, **k: taken.append(a[3]) or real(*a, **k))
     m = _upload(gpu, "Q4_1", 8, 64, seed=3)[1]
     least = tiled.MIN_TOKENS
     assert least is not None and least > 1
@@ -237,14 +237,15 @@ TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
     ("no barrier before the next chunk overwrites the tiles", "workgroupBarrier();  // every invocation is done", "//",
      _framed_ok),
     ("stores for tokens past t", "if (t >= nt) { continue; }", "", _framed_ok),
-    ("the second activation item put in the first one's place", "put_x(li + WG, it.x1);", "put_x(li, it.x1);",
+    ("the second activation item put in the first one's place", "put_x(li + WG, normed(li + WG, c, it.x1));",
+     "put_x(li, normed(li + WG, c, it.x1));",
      _framed_ok),
     ("the next chunk fetched from this chunk", "items = fetch(li, c + 1u,", "items = fetch(li, c,", _framed_ok),
     ("the first chunk's weights fetched for every chunk", "it.w0 = load_w(li, c,", "it.w0 = load_w(li, 0u,", _framed_ok),
     ("a second weight item never staged (two per invocation)", "if (NW == 2u) { put_w(li + WG, it.w1); }", "",
      _framed_ok_tm8),
-    ("the third and fourth activation items never staged", "if (NX == 4u) {\n        put_x(li + 2u * WG, it.x2);",
-     "if (false) {\n        put_x(li + 2u * WG, it.x2);", _framed_ok_tm8),
+    ("the third and fourth activation items never staged", "if (NX == 4u) {\n        put_x(li + 2u * WG,",
+     "if (false) {\n        put_x(li + 2u * WG,", _framed_ok_tm8),
     ("row guard off by one tile row", "if (rb + i < n) { store(", "if (rb + i < n + 4u) { store(", _framed_ok),
     ("Q4_1 quarters 1 and 3 read high nibbles", "let s = select(0u, 4u, e >= 2u);", "let s = select(0u, 4u, e >= 1u);",
      _q41_exact),
