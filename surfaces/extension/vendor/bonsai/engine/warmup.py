@@ -49,7 +49,7 @@ def warm_up(engine: Any) -> int:
     block = 1 + SETS
     room = engine.max_positions - block
     layer = engine.weights.layers[0]  # a batch of MIN_TOKENS only where a matrix would take the tiled kernel
-    tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS, False)
+    tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS)
     # on a GPU the first step is a whole batch: a first prompt of up to that many tokens then also finds
     # its steps' parameter blocks and bind groups made (q4res makes several per 64-position group: on the
     # H200 its first request ran 2.2-2.6x slower than the next ones, bench/NOTES.md session 11); on a

@@ -12,7 +12,7 @@ from ..errors import GpuLimitError
 from ..gpu.backend import GpuBackend
 from ..gpu.params import ParamCache
 from ..kv.api import KVCacheAPI
-from ..ops import argmax, qkv_store, rmsnorm, rope
+from ..ops import argmax, qkv_store, rmsnorm, rope, tiled
 from ..ops import matmul as mm
 from .weights import Weights
 
@@ -95,8 +95,12 @@ class GpuModel:
         # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
         # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
         self.fuse_norm = True
-        # GGML-normal RoPE (llama) in the fused QKV matmul's epilogue where the kernel can (GPUs; rope.wgsl's
-        # arithmetic): one dispatch fewer per layer
+        # batches that take the tiled matmul fold the norm into it the tiled way (matmul_tiled.wgsl NORM: each
+        # activation staged times its norm weight, each token's products scaled after the sum; the x^2 sums come
+        # from the values the tile stages anyway): two dispatches fewer per layer, not rmsnorm.wgsl's bits
+        self.fuse_batch_norm = True
+        # GGML-normal RoPE (llama) in the fused QKV matmul's epilogue where the kernel can (GPUs, decode steps and
+        # batches; rope.wgsl's arithmetic, so its bits): one dispatch fewer per layer
         self.fuse_rope = True
         # and the KV store in that epilogue too, for decode steps whose rows the cache stores as f32 (f32,
         # q4res) where the adapter has 10 storage buffers per stage (ops.qkv_store): one dispatch fewer per layer
@@ -176,10 +180,16 @@ class GpuModel:
         if not self.replay or t != 1:
             return None
         kv = self.cache.step_key(pos, t, self.cfg.n_heads)
-        fusions = (self.fuse_norm, self.fuse_rope, self.fuse_store)
+        fusions = (self.fuse_norm, self.fuse_batch_norm, self.fuse_rope, self.fuse_store)
         # the tape binds this step's set of step-parameter slots
         return None if kv is None else (all_logits, from_token, self.submit_every, *fusions,
                                         self.cache.step_params.current, kv)
+
+    def _fuses_norm(self, m: mm.QMatrix, t: int) -> bool:
+        """Whether the RMSNorm before matrix m's product of t tokens goes into the product's dispatch."""
+        if t == 1:
+            return self.fuse_norm and mm.fuses_norm(m)
+        return self.fuse_batch_norm and tiled.applies(m, t) and mm.fuses_norm(m)
 
     def _record_dispatches(self, pos: int, t: int, all_logits: bool, from_token: bool, *, rope_block: Any,
                            hist_slot: Any) -> None:
@@ -198,7 +208,7 @@ class GpuModel:
             roped, stored = False, None
             if len(lw.qkv) == 1:  # Q, K and V from one dispatch (with the norm and RoPE in it, where the kernel can)
                 m = lw.qkv[0]
-                fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
+                fused = self._fuses_norm(m, t)
                 roped = self.fuse_rope and not c.rope_neox and not c.qk_norm and mm.fuses_rope(m, t, c.head_dim)
                 if not fused:
                     rmsnorm.dispatch(g, a.x, lw.attn_norm, a.xn, norm_prm, t)
@@ -225,7 +235,7 @@ class GpuModel:
             self.cache.attend(layer, a.q, a.att, pos, t, c.n_heads)
             self._mm(lw.wo, a.att, a.x, t, x_stride=c.q_dim, y_stride=c.dim, accum=True)
             m = lw.w_gate_up  # fused SwiGLU: act = silu(gate) * up straight from the matmul (and the norm)
-            fused = self.fuse_norm and t == 1 and mm.fuses_norm(m)
+            fused = self._fuses_norm(m, t)
             if not fused:
                 rmsnorm.dispatch(g, a.x, lw.ffn_norm, a.xn, norm_prm, t)
             prm = self.params.block(m.params(t, c.dim, c.ffn_dim, eps=c.rms_eps if fused else 0.0))

@@ -2,8 +2,8 @@
 
 Prefill multiplies many tokens by the same weights; the matvec kernel (matmul.wgsl) decodes every weight
 again for each group of 8 tokens, the tiled kernel once per BN-token tile, from workgroup memory.
-`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture) matrices
-without a fused norm; decode steps keep the matvec.
+`matmul.dispatch` takes it for batches of at least `MIN_TOKENS` tokens on buffer (non-texture) matrices, with
+the RMSNorm before the product and the QKV product's RoPE folded in where asked; decode steps keep the matvec.
 """
 
 from __future__ import annotations
@@ -86,9 +86,9 @@ ON_THRESHOLD = 32
 MIN_TOKENS: int | None = ON_THRESHOLD
 
 
-def applies(m: Any, t: int, norm: bool) -> bool:
+def applies(m: Any, t: int) -> bool:
     """Whether `matmul.dispatch` takes the tiled kernel for `t` tokens of matrix `m`."""
-    return MIN_TOKENS is not None and t >= MIN_TOKENS and m.tex is None and not norm and m.cols % 32 == 0
+    return MIN_TOKENS is not None and t >= MIN_TOKENS and m.tex is None and m.cols % 32 == 0
 
 
 # Split K of plain products (wo and down in the default model) until the grid has SPLIT_GROUPS workgroups, in parts
@@ -117,23 +117,27 @@ def split_for(m: Any, t: int, out: int, tile: Tile) -> int:
     return split
 
 
-def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile, split: int = 1) -> Any:
+def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile, split: int = 1, norm: bool = False,
+           rope_hd: int = 0) -> Any:
     tile.check(gpu.limits.max_invocations)
     return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
-                      ACCUM=accum, OUT=out, SPLIT=split)
+                      ACCUM=accum, OUT=out, SPLIT=split, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
 
 
-def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int) -> None:
-    """Record the tiled product; `buffers` as matmul.wgsl binds them, without the norm weights."""
+def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int, norm: bool = False,
+             rope_hd: int = 0) -> None:
+    """Record the tiled product; `buffers` as matmul.wgsl binds them (the norm's weights and RoPE's block, or
+    spare buffers, last); `norm`: x is normed first (eps in the params), `rope_hd`: RoPE's head width (OUT 2)."""
     tile = tile_for(m)
     groups = grid(m, t, tile)
     split = split_for(m, t, out, tile)
     if split == 1:
-        gpu.dispatch(kernel(gpu, m, accum, out, tile), buffers, groups)
+        gpu.dispatch(kernel(gpu, m, accum, out, tile, norm=norm, rope_hd=rope_hd), buffers, groups)
         return
-    w, x, y, prm, _, y3 = buffers
+    w, x, y, prm, _, y3, nw, rp = buffers
     parts = _parts(gpu, split * t * m.rows * 4)
-    gpu.dispatch(kernel(gpu, m, False, out, tile, split), [w, x, y, prm, parts, y3], (*groups, split))
+    gpu.dispatch(kernel(gpu, m, False, out, tile, split, norm=norm), [w, x, y, prm, parts, y3, nw, rp],
+                 (*groups, split))
     gpu.dispatch(gpu.kernel(__package__, "split_sum.wgsl", SPLIT=split, ACCUM=accum), [parts, y, prm],
                  workgroups(t * m.rows, 256))
 

@@ -166,15 +166,19 @@ def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "mai
 
 
 def fuses_norm(m: QMatrix) -> bool:
-    """Whether `dispatch(norm=...)` can fold an RMSNorm of x into this matrix's product (the buffer kernel:
-    its workgroup sums x^2 as rmsnorm.wgsl's does, so the result is the same bits)."""
+    """Whether `dispatch(norm=...)` can fold an RMSNorm of x into this matrix's product: the buffer kernels. The
+    matvec's workgroup sums x^2 as rmsnorm.wgsl's does (the same bits); the tiled kernel, where it takes a batch
+    (`tiled.applies`), scales each token's products after the sum (within the tiled product's bound)."""
     return m.tex is None and WG == rmsnorm.WG
 
 
 def fuses_rope(m: QMatrix, t: int, head_dim: int) -> bool:
     """Whether `dispatch(rope=..., out=OUT_SPLIT)` can rotate this QKV product's Q and K rows in its epilogue
-    (GGML-normal pairs over head_dim): the buffer kernel, where it takes this batch (not the tiled one)."""
-    return m.tex is None and WG // m.lanes_at(t) % 2 == 0 and head_dim % 2 == 0 and not tiled.applies(m, t, False)
+    (GGML-normal pairs over head_dim; the bits of rope.wgsl after the product): the buffer kernels, the tiled one
+    where it takes this batch, the matvec where a pair's rows are in one workgroup."""
+    if m.tex is not None or head_dim % 2:
+        return False
+    return tiled.applies(m, t) or WG // m.lanes_at(t) % 2 == 0
 
 
 def _texture_of(gpu: Any, x: Any, nbytes: int) -> Any:
@@ -202,7 +206,8 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
     out=OUT_SPLIT: rows [0, n1) -> y, [n1, n1 + n2) -> y2, the rest -> y3 (n1, n2 in `prm`).
     x_words: how much of x the t tokens read (x_offset + t * x_stride; default all of x), which the
     CPU kernel copies into its texture first.
-    norm: the weights of an RMSNorm applied to x first (only where `fuses_norm(m)`; eps in `prm`).
+    norm: the weights of an RMSNorm applied to x first (only where `fuses_norm(m)`; eps in `prm`); batches that
+    take the tiled kernel: not rmsnorm.wgsl's bits (`fuses_norm`).
     rope: (rope.wgsl's parameter block for these tokens, head_dim): GGML-normal RoPE of the Q and K rows
     in the epilogue (out=OUT_SPLIT, only where `fuses_rope(m, t, head_dim)`).
     """
@@ -221,13 +226,13 @@ def dispatch(gpu: Any, m: QMatrix, x: Any, y: Any, prm: Any, t: int, *, accum: b
         groups = (workgroups(-(-m.rows // CPU_ROWS), CPU_DECODE_WG if entry == "main1" else 64), -(-t // tt))
         gpu.dispatch(kernel(gpu, m, tt, accum, entry=entry, out=out), [m.tex, x_tex, y, prm, y2, y3], groups)
         return
-    if tiled.applies(m, t, norm is not None):  # a batch: the tiled kernel (tiled.py)
-        tiled.dispatch(gpu, m, [m.buf, x, y, prm, y2, y3], t, accum, out)
+    buffers = [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm, rope[0] if rope else spare[3]]
+    if tiled.applies(m, t):  # a batch: the tiled kernel (tiled.py)
+        tiled.dispatch(gpu, m, buffers, t, accum, out, norm=norm is not None, rope_hd=rope[1] if rope else 0)
         return
     tt = tokens_per_group(t)
     rows_per_group = WG // m.lanes_at(t)
     groups = (-(-m.rows // rows_per_group), -(-t // tt))
-    buffers = [m.buf, x, y, prm, y2, y3, spare[2] if norm is None else norm, rope[0] if rope else spare[3]]
     gpu.dispatch(kernel(gpu, m, tt, accum, out=out, norm=norm is not None, rope_hd=rope[1] if rope else 0),
                  buffers, groups)
 

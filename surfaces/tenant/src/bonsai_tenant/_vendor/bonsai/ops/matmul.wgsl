@@ -185,13 +185,7 @@ fn product(wid: vec3<u32>, li: u32) {
     }
 }
 
-// ROPE: rows r, r + 1 (a Q or K pair; rows from n1 on are K) of token t, rotated by the token's cos/sin.
-fn rotated(r: u32, n1: u32, t: u32, a: f32, b: f32) -> vec2<f32> {
-    let pair = (select(r - n1, r, r < n1) % ROPE_HD) / 2u;
-    let row = 12u + 2u * (t * (ROPE_HD / 2u) + pair);
-    let c = bitcast<f32>(rp[row]); let s = bitcast<f32>(rp[row + 1u]);
-    return vec2<f32>(a * c - b * s, a * s + b * c);
-}
+//#include "rope_pair.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {

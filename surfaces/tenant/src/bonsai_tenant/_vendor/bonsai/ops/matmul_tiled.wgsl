@@ -12,6 +12,13 @@
 // Sums are f32, in chunk order, each chunk's 32 products in k order (another order than matmul.wgsl's:
 // results agree within the op tests' bound, not bit for bit).
 // Workgroup memory: (BM + BN) * 32 * 4 bytes (16 KiB for 64 + 64: WebGPU's guaranteed minimum).
+// NORM: x is the residual stream and y = RMSNorm(x) * nw times W (the norm's own dispatch folded in): each
+// activation is staged times its norm weight, the tokens' sums of x^2 are gathered from the values staged (no
+// load of x beyond the tile's own), and each token's products are scaled by 1 / sqrt(mean x^2 + eps) in the
+// epilogue. Not rmsnorm.wgsl's bits (the scale comes after the sum, and x^2 is summed in another order):
+// within the op tests' bound, as the tiled product is. eps is p[10] (f32 bits).
+// ROPE (OUT 2 only): GGML-normal RoPE of the Q and K rows in the epilogue (rope_pair.wgsl: rope.wgsl's
+// arithmetic, so the bits of the product, then rope.wgsl); a pair's rows are one invocation's (4 | TM).
 
 const QTYPE: u32 = {{QTYPE}}u;   // GGML type id: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 8 Q8_0, 41 Q1_0
 const BM: u32 = {{BM}}u;         // rows of y per workgroup (a multiple of TM)
@@ -25,21 +32,27 @@ const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overw
 const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate_i, up_i), 2 split into y, y2, y3
 const SPLIT: u32 = {{SPLIT}}u;   // parts of K (OUT 0 only): workgroup z sums chunks [z nc / SPLIT, (z + 1) nc / SPLIT)
                                  // into part z of y2 ([SPLIT, t, n]); split_sum.wgsl adds the parts into y
+const NORM: bool = {{NORM}};
+const ROPE: bool = {{ROPE}};
+const ROPE_HD: u32 = max({{ROPE_HD}}u, 2u);  // never 0: Tint (Chrome) rejects a constant zero divisor even where ROPE leaves it dead
 
 // params (u32), as matmul.wgsl: n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
-//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
+//               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2, eps (NORM)
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // (n, row_bytes) raw blocks
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // (t, x_stride)
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
 @group(0) @binding(3) var<storage, read> p: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y2: array<f32>;  // OUT 2, or SPLIT's parts
 @group(0) @binding(5) var<storage, read_write> y3: array<f32>;  // OUT 2 only
+@group(0) @binding(6) var<storage, read> nw: array<vec4<f32>>;  // NORM: the norm's weights (k)
+@group(0) @binding(7) var<storage, read> rp: array<u32>;        // ROPE: header, then each token's (cos, sin)
 
 var<workgroup> ws: array<vec4<f32>, 8u * BM>;  // [32 k][BM / 4 rows]: w of rows 4i .. 4i+3 at one k
 var<workgroup> xs: array<vec4<f32>, 8u * BN>;  // [32 k][BN / 4 tokens]
 
 //#include "raw_blocks.wgsl"
 //#include "quant_lanes.wgsl"
+//#include "rope_pair.wgsl"
 
 // Weights 32c + 8e .. 32c + 8e + 7 (quarter e of chunk c, as matmul.wgsl's `chunk` lays the chunk out)
 // of the row starting at byte rb: the same f32 values, expression for expression.
@@ -138,15 +151,47 @@ fn fetch(li: u32, c: u32, r0: u32, n: u32, row_bytes: u32, t0: u32, nt: u32, xs_
     return it;
 }
 
-fn stage(li: u32, it: Items) {
+// Activation item i of chunk c as staged: times its norm weights where NORM.
+fn normed(i: u32, c: u32, v: vec4<f32>) -> vec4<f32> {
+    if (NORM) { return v * nw[c * 8u + i % 8u]; }
+    return v;
+}
+
+fn stage(li: u32, c: u32, it: Items) {
     put_w(li, it.w0);
     if (NW == 2u) { put_w(li + WG, it.w1); }
-    put_x(li, it.x0);
-    put_x(li + WG, it.x1);
+    put_x(li, normed(li, c, it.x0));
+    put_x(li + WG, normed(li + WG, c, it.x1));
     if (NX == 4u) {
-        put_x(li + 2u * WG, it.x2);
-        put_x(li + 3u * WG, it.x3);
+        put_x(li + 2u * WG, normed(li + 2u * WG, c, it.x2));
+        put_x(li + 3u * WG, normed(li + 3u * WG, c, it.x3));
     }
+}
+
+// NORM: the sums of x^2 of the activation items an invocation stages (x2, x3 only where NX is 4).
+fn squares(it: Items) -> vec4<f32> {
+    return vec4<f32>(dot(it.x0, it.x0), dot(it.x1, it.x1), dot(it.x2, it.x2), dot(it.x3, it.x3));
+}
+
+// NORM, after the last chunk: invocation li's sums (item m: token (li + m WG) / 8, slot li % 8) into xs, which the
+// products no longer read: token tok's eight slots at xs[2 tok], xs[2 tok + 1]. Call from uniform control flow.
+fn gather_squares(li: u32, sq: vec4<f32>) {
+    let slot = li % 8u;
+    xs[2u * (li / 8u) + slot / 4u][slot % 4u] = sq.x;
+    xs[2u * ((li + WG) / 8u) + slot / 4u][slot % 4u] = sq.y;
+    if (NX == 4u) {
+        xs[2u * ((li + 2u * WG) / 8u) + slot / 4u][slot % 4u] = sq.z;
+        xs[2u * ((li + 3u * WG) / 8u) + slot / 4u][slot % 4u] = sq.w;
+    }
+    workgroupBarrier();
+}
+
+// NORM: token tok's (of the tile) 1 / sqrt(mean x^2 + eps), after gather_squares; 1 without NORM.
+fn inv_rms(tok: u32) -> f32 {
+    if (!NORM) { return 1.0; }
+    let a = xs[2u * tok];
+    let b = xs[2u * tok + 1u];
+    return 1.0 / sqrt(((a.x + a.y + a.z + a.w) + (b.x + b.y + b.z + b.w)) / f32(p[1]) + bitcast<f32>(p[10]));
 }
 
 fn store(r: u32, t: u32, v: f32, z: u32) {
@@ -202,8 +247,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c0 = wid.z * nc / SPLIT;  // this workgroup's part of K: chunks [c0, c1)
     let c1 = (wid.z + 1u) * nc / SPLIT;
     var items = fetch(li, c0, r0, n, row_bytes, t0, nt, xs_, xo);
+    var sq = vec4<f32>(0.0);  // NORM: the sums of x^2 of this invocation's activation items
     for (var c = c0; c < c1; c++) {
-        stage(li, items);
+        if (NORM) { sq += squares(items); }
+        stage(li, c, items);
         workgroupBarrier();
         if (c + 1u < c1) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
         // the chunk's sixteen rounds written out: the driver keeps WGSL loops rolled, and a loop step costs about six
@@ -228,22 +275,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc = round2(acc, 30u, tr, tc);
         workgroupBarrier();  // every invocation is done with ws and xs before the next chunk overwrites them
     }
+    if (NORM) { gather_squares(li, sq); }
     let out = array<vec4<f32>, 8>(acc.a0, acc.a1, acc.a2, acc.a3, acc.a4, acc.a5, acc.a6, acc.a7);  // the epilogue runs once: an array is fine
     for (var g = 0u; g < TM / 4u; g++) {
         let rb = r0 + 4u * (tr + g * RT);
         for (var j = 0u; j < 4u; j++) {
             let t = t0 + 4u * tc + j;
             if (t >= nt) { continue; }
+            let scale = inv_rms(4u * tc + j);
             if (OUT == 1u) {  // rows rb, rb + 2 are gates, rb + 1, rb + 3 their ups (n is even)
                 for (var i = 0u; i < 4u; i += 2u) {
                     if (rb + i + 1u < n) {
-                        let gate = out[4u * g + i][j];
-                        y[t * p[5] + p[6] + (rb + i) / 2u] = gate / (1.0 + exp(-gate)) * out[4u * g + i + 1u][j];
+                        let gate = out[4u * g + i][j] * scale;
+                        y[t * p[5] + p[6] + (rb + i) / 2u] = gate / (1.0 + exp(-gate)) * (out[4u * g + i + 1u][j] * scale);
+                    }
+                }
+            } else if (OUT == 2u && ROPE) {  // pairs (rb, rb + 1), (rb + 2, rb + 3); Q and K rows rotated
+                let n1 = p[8]; let n2 = p[9];
+                for (var i = 0u; i < 4u; i += 2u) {
+                    if (rb + i + 1u < n) {
+                        let a = out[4u * g + i][j] * scale;
+                        let b = out[4u * g + i + 1u][j] * scale;
+                        let ab = select(vec2<f32>(a, b), rotated(rb + i, n1, t, a, b), rb + i < n1 + n2);
+                        store_split(rb + i, t, ab.x);
+                        store_split(rb + i + 1u, t, ab.y);
                     }
                 }
             } else {
                 for (var i = 0u; i < 4u; i++) {
-                    if (rb + i < n) { store(rb + i, t, out[4u * g + i][j], wid.z); }
+                    if (rb + i < n) { store(rb + i, t, out[4u * g + i][j] * scale, wid.z); }
                 }
             }
         }

@@ -132,20 +132,6 @@ fn k_words8(kb: u32) -> Words8 {
     return Words8(w0, w1, w2, w3, w4, w5, w6, w7);
 }
 
-// dot + the query (from qo in `qs`) . the codes of `k`, word by word in order (add_codes).
-fn add_words8(dot0: f32, qo: u32, k: Words8) -> f32 {
-    var dot = dot0;
-    dot = add_codes(dot, qo, 0u, k.w0);
-    dot = add_codes(dot, qo, 1u, k.w1);
-    dot = add_codes(dot, qo, 2u, k.w2);
-    dot = add_codes(dot, qo, 3u, k.w3);
-    dot = add_codes(dot, qo, 4u, k.w4);
-    dot = add_codes(dot, qo, 5u, k.w5);
-    dot = add_codes(dot, qo, 6u, k.w6);
-    dot = add_codes(dot, qo, 7u, k.w7);
-    return dot;
-}
-
 // Score of the position at buffer row r (absolute position pos): a sequential dot product over d with the
 // query whose values start at qo in `qs`.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
@@ -155,7 +141,9 @@ fn score(r: u32, pos: u32, qo: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
     if (K_GROUP_CACHE) {  // each word's K_PER codes with the group's cached scales; k_elem's values and order
-        if (K_VW == 8u) { return add_words8(dot, qo, k_words8(kb)) * p.qk_scale; }
+        // 4-bit rows of 64: the values decoded with the codes' shifts written out (codes_row64, fold_lanes.wgsl), then
+        // add64's sum; add_codes' loop keeps its shifts and loads rolled on the driver (bench/NOTES.md, session 27)
+        if (K_VW == 8u && K_BITS == 4u) { return add64(dot, qo, codes_row64(k_words8(kb))) * p.qk_scale; }
         for (var wd = 0u; wd < K_VW; wd = wd + 1u) { dot = add_codes(dot, qo, wd, kword(kb + wd)); }
         return dot * p.qk_scale;
     }
