@@ -57,6 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
 #   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
 #   bench/device_run.sh final26 [N] # session 26: the prompt step by kind main / this, then final25 (prefill23 N)
 #   bench/device_run.sh var25 KV... # session 25: the prompt step by kernel of main, this tree and each .var/NAME/runtime
@@ -182,6 +183,34 @@ prompt_kinds() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s27b)
+  # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): a decode step at 1K and a 512-token prompt step by
+  # kernel (the fold, the tiled products, the whole step) of main, this tree and .var/v4v, q4res and f32; prefill23 1
+  # and the v4v prefill rows; llama.cpp pp512 / tg128 at depth 1024; decode at 1K, this f32 / q4res, v4v q4res
+  M=$(model_and_peer)
+  V=$PWD/.site:$PWD/.var/v4v/runtime
+  for kv in q4res f32; do
+    for run in "$B main" "$AFTER this" "$V v4v"; do
+      read -r path tree <<< "$run"
+      for step in "--context 1024 --reps 100" "--prefill 512 --reps 20"; do
+        tag=$(echo $step | cut -d' ' -f1 | tr -d -)
+        PYTHONPATH=$path timeout 60 python3 bench/kernel_probe.py --model $M --kv $kv $step \
+            --out "$OUT/probe_${tree}_${kv}_$tag.json" 2>&1 | grep -E "blocks.wgsl|matmul_tiled|whole step" | cut -c1-110 \
+            | sed "s/^/$tree $kv $tag: /"
+      done
+    done
+  done
+  prefill23 1
+  for kv in f32 q4res; do
+    PYTHONPATH=$V timeout 60 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 --new-tokens 16 \
+        --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv --out "$OUT/prefill_v4v_$kv.json" 2>&1 \
+        | grep -E "^tiled|first request" | sed "s/^/v4v $kv: /"
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
+  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
+  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
+  quick_decode "$V" q4res_v4v 1024 --kv q4res --label "v4v q4res"
+  ;;
 s27)
   # bench/device_run.sh s27 ROUNDS [KV...] (as s26; carry .var too; .before = main): the attention fold's GPU us and
   # the whole step (kernel_probe) of main, this tree and each .var/NAME/runtime, a decode step at 1K and a 512-token
