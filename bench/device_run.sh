@@ -184,11 +184,22 @@ prompt_kinds() {
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 s27b)
-  # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): a decode step at 1K and a 512-token prompt step by
-  # kernel (the fold, the tiled products, the whole step) of main, this tree and .var/v4v, q4res and f32; prefill23 1
-  # and the v4v prefill rows; llama.cpp pp512 / tg128 at depth 1024; decode at 1K, this f32 / q4res, v4v q4res
+  # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): prefill23 1 and the v4v prefill rows; llama.cpp
+  # pp512 / tg128 at depth 1024; decode at 1K, this f32 / q4res, v4v f32 / q4res; then a decode step at 1K and a
+  # 512-token prompt step by kernel (the fold, the tiled products, the whole step) of main, this tree and .var/v4v
   M=$(model_and_peer)
   V=$PWD/.site:$PWD/.var/v4v/runtime
+  prefill23 1
+  for kv in f32 q4res; do
+    PYTHONPATH=$V timeout 60 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 --new-tokens 16 \
+        --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv --out "$OUT/prefill_v4v_$kv.json" 2>&1 \
+        | grep -E "^tiled|first request" | sed "s/^/v4v $kv: /"
+  done
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
+  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
+  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
+  quick_decode "$V" f32_v4v 1024 --kv f32 --label "v4v f32"
+  quick_decode "$V" q4res_v4v 1024 --kv q4res --label "v4v q4res"
   for kv in q4res f32; do
     for run in "$B main" "$AFTER this" "$V v4v"; do
       read -r path tree <<< "$run"
@@ -200,16 +211,6 @@ s27b)
       done
     done
   done
-  prefill23 1
-  for kv in f32 q4res; do
-    PYTHONPATH=$V timeout 60 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 --new-tokens 16 \
-        --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv --out "$OUT/prefill_v4v_$kv.json" 2>&1 \
-        | grep -E "^tiled|first request" | sed "s/^/v4v $kv: /"
-  done
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
-  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
-  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
-  quick_decode "$V" q4res_v4v 1024 --kv q4res --label "v4v q4res"
   ;;
 s27)
   # bench/device_run.sh s27 ROUNDS [KV...] (as s26; carry .var too; .before = main): the attention fold's GPU us and
