@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from bonsai.ops import matmul as mm
-from bonsai.ops import rope, tiled
+from bonsai.ops import tiled
 from bonsai.ops.qtypes import QTYPES
 from tests.helpers import ops as host
 from tests.helpers.shader_patch import patch_shader
 
 from .conftest import quantized
+from .test_rope_fusion import COLS
+from .test_rope_fusion import _qkv as qkv
 
 EPS, RMS_EPS = 2.0 ** -24, 1e-5
-HD, NQ, NKV, THETA = 64, 2, 1, 10000.0
-N1, N2 = NQ * HD, NKV * HD
 
 
 @pytest.fixture(autouse=True)
@@ -130,22 +130,6 @@ def _tiny_token_within_bound(gpu) -> bool:
     return bool(np.all(np.abs(got - xn @ w.T) <= (cols + 16) * EPS * (np.abs(xn) @ np.abs(w).T)))
 
 
-def _qkv(gpu, x: np.ndarray, pos: int, fused: bool) -> tuple[np.ndarray, ...]:
-    """(q, k, v) of a batch through the tiled split product with RoPE in its epilogue, or without it and then
-    rope.wgsl."""
-    t, cols = x.shape
-    raw = quantized("Q4_1", N1 + 2 * N2, cols, seed=3)
-    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], N1 + 2 * N2, cols, texture=False)
-    assert tiled.applies(m, t) and mm.fuses_rope(m, t, HD)
-    q, k, v = gpu.buffer(t * N1 * 4), gpu.buffer(t * N2 * 4), gpu.buffer(t * N2 * 4)
-    prm = gpu.upload(m.params(t, cols, 0, n1=N1, n2=N2))
-    block = gpu.upload(rope.params(NQ + NKV, HD, HD, pos, NQ) + rope.angle_rows(pos, t, HD, THETA))
-    mm.dispatch(gpu, m, gpu.upload(x), q, prm, t, out=mm.OUT_SPLIT, y2=k, y3=v, rope=(block, HD) if fused else None)
-    if not fused:
-        rope.dispatch(gpu, q, k, gpu.buffer(16), block, NQ + NKV, t, neox=False, qk_norm=False, head_dim=HD)
-    return tuple(np.frombuffer(gpu.read(b), np.float32).copy() for b in (q, k, v))
-
-
 def _same_bits(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
     return all(np.array_equal(u.view(np.uint32), w.view(np.uint32)) for u, w in zip(a, b, strict=True))
 
@@ -153,8 +137,12 @@ def _same_bits(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
 @pytest.mark.parametrize("tile", [tiled.NARROW, tiled.WIDE], ids=["64x64x4", "64x64x8"])
 def test_rope_in_the_tiled_epilogue_gives_the_bits_of_the_rope_dispatch(gpu, monkeypatch, tile):
     monkeypatch.setattr(tiled, "TILE", tile)
-    x = np.random.default_rng(4).standard_normal((37, 96)).astype(np.float32)
-    assert _same_bits(_qkv(gpu, x, 900, True), _qkv(gpu, x, 900, False))
+    taken = []
+    real = tiled.dispatch
+    monkeypatch.setattr(tiled, "dispatch", lambda *a, **k: taken.append(k["rope_hd"]) or real(*a, **k))
+    x = np.random.default_rng(4).standard_normal((37, COLS)).astype(np.float32)
+    assert _same_bits(qkv(gpu, x, 900, True), qkv(gpu, x, 900, False))
+    assert taken == [64, 0]  # both products on the tiled kernel, the first with RoPE in its epilogue
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -164,7 +152,7 @@ def test_rope_in_the_tiled_epilogue_gives_the_bits_of_the_rope_dispatch(gpu, mon
 ], ids=["V rows rotated too", "every token takes its tile's first token's angles", "a pair's second row from its first"])
 def test_a_wrong_rotation_in_the_tiled_epilogue_is_caught(gpu, monkeypatch, old, new):
     monkeypatch.setattr(tiled, "TILE", tiled.WIDE)
-    x = np.random.default_rng(9).standard_normal((40, 96)).astype(np.float32)
-    separate = _qkv(gpu, x, 70, False)
+    x = np.random.default_rng(9).standard_normal((40, COLS)).astype(np.float32)
+    separate = qkv(gpu, x, 70, False)
     patch_shader(monkeypatch, gpu, "matmul_tiled.wgsl", old, new)
-    assert not _same_bits(_qkv(gpu, x, 70, True), separate)
+    assert not _same_bits(qkv(gpu, x, 70, True), separate)
