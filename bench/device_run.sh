@@ -57,6 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
 #   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
 #   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
 #   bench/device_run.sh final26 [N] # session 26: the prompt step by kind main / this, then final25 (prefill23 N)
@@ -183,6 +184,15 @@ prompt_kinds() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s27c)
+  # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;
+  # decode at 1K, this f32 / q4res
+  M=$(model_and_peer)
+  prefill23 1
+  timeout 80 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
+  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
+  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
+  ;;
 s27b)
   # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): prefill23 1 and the v4v prefill rows; llama.cpp
   # pp512 / tg128 at depth 1024; decode at 1K, this f32 / q4res, v4v f32 / q4res; then a decode step at 1K and a
