@@ -3,7 +3,8 @@
 A dispatch count depends on the kernels a step takes, not on the card: on a CPU adapter the engine is made to run
 a GPU's kernels (`cpu_kernels = False`: the tiled matmul, the blocks attention), so lavapipe counts what an H100
 records. Off: the batch's RMSNorms and RoPE in dispatches of their own (`Forward.fuse_batch_norm`, `fuse_rope`);
-on: folded into the tiled matmul (the default). Prints a table and writes JSON.
+on: folded into the tiled matmul (the default); the last token's logits of both, compared (the norm in the tiled
+product is not rmsnorm.wgsl's bits). Prints a table and writes JSON.
 
     python bench/prompt_dispatches.py [--model PATH] [--kv f32,q4res] [--tokens 512]
 """
@@ -14,6 +15,7 @@ import argparse
 import platform
 from pathlib import Path
 
+import numpy as np
 from results_file import write_results
 
 from bonsai.engine.native import load_engine
@@ -22,15 +24,15 @@ from bonsai.gpu.device import Gpu
 TEXT = "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined type. "
 
 
-def count(engine, ids: list[int], fused: bool) -> int:
-    """Dispatches of one prompt step of `ids` from position 0 with the batch fusions on or off."""
+def count(engine, ids: list[int], fused: bool) -> tuple[int, np.ndarray]:
+    """(dispatches, the last token's logits) of one prompt step of `ids` from position 0, batch fusions on or off."""
     engine.reset()
     engine.model.fuse_batch_norm = engine.model.fuse_rope = fused
     before = engine.gpu.dispatch_count
     engine.model.record(ids, 0, all_logits=False)
     n = engine.gpu.dispatch_count - before
     engine.cache.sync_host()
-    return n
+    return n, np.array(engine.model.read_logits(1), np.float32)[0]
 
 
 def main() -> None:
@@ -46,15 +48,19 @@ def main() -> None:
     for kv in a.kv.split(","):
         engine = load_engine(a.model, gpu=gpu, kv=kv, batch=a.tokens, max_positions=2 * a.tokens, progress=False)
         ids = (engine.tokenizer.encode(TEXT) * a.tokens)[:a.tokens]
-        off, on = count(engine, ids, False), count(engine, ids, True)
+        (off, logits_off), (on, logits_on) = count(engine, ids, False), count(engine, ids, True)
         rows.append({"kv": kv, "tokens": a.tokens, "layers": engine.cfg.n_layers, "dispatches_off": off,
-                     "dispatches_on": on, "per_token_off": off / a.tokens, "per_token_on": on / a.tokens})
+                     "dispatches_on": on, "per_token_off": off / a.tokens, "per_token_on": on / a.tokens,
+                     "argmax_off": int(logits_off.argmax()), "argmax_on": int(logits_on.argmax()),
+                     "max_abs_logit_diff": float(np.abs(logits_on - logits_off).max()),
+                     "max_abs_logit": float(np.abs(logits_off).max())})
     print(f"{gpu.description} (running a GPU's kernels): one {a.tokens}-token prompt step")
-    print("| kv | fusions off | on | per prompt token off | on |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| kv | fusions off | on | per prompt token off | on | next token off / on | max abs logit diff (of max) |")
+    print("| --- | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
         print(f"| {r['kv']} | {r['dispatches_off']} | {r['dispatches_on']} | {r['per_token_off']:.3f} | "
-              f"{r['per_token_on']:.3f} |")
+              f"{r['per_token_on']:.3f} | {r['argmax_off']} / {r['argmax_on']} | "
+              f"{r['max_abs_logit_diff']:.2e} ({r['max_abs_logit']:.1f}) |")
     write_results(Path(a.out), {"device": gpu.description, "host": platform.node(), "rows": rows})
 
 
