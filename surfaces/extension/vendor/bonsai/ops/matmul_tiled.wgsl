@@ -173,15 +173,20 @@ fn squares(it: Items) -> vec4<f32> {
     return vec4<f32>(dot(it.x0, it.x0), dot(it.x1, it.x1), dot(it.x2, it.x2), dot(it.x3, it.x3));
 }
 
-// NORM, after the last chunk: invocation li's sums (item m: token (li + m WG) / 8, slot li % 8) into xs, which the
-// products no longer read: token tok's eight slots at xs[2 tok], xs[2 tok + 1]. Call from uniform control flow.
+// NORM: activation item i's sum of x^2 (token i / 8, slot i % 8, as put_x) into xs, which the products no longer
+// read after the last chunk: token tok's eight slots at xs[2 tok], xs[2 tok + 1].
+fn put_square(i: u32, v: f32) {
+    let slot = i % 8u;
+    xs[2u * (i / 8u) + slot / 4u][slot % 4u] = v;
+}
+
+// NORM, after the last chunk: invocation li's sums (its items, as `stage` puts them). Call from uniform control flow.
 fn gather_squares(li: u32, sq: vec4<f32>) {
-    let slot = li % 8u;
-    xs[2u * (li / 8u) + slot / 4u][slot % 4u] = sq.x;
-    xs[2u * ((li + WG) / 8u) + slot / 4u][slot % 4u] = sq.y;
+    put_square(li, sq.x);
+    put_square(li + WG, sq.y);
     if (NX == 4u) {
-        xs[2u * ((li + 2u * WG) / 8u) + slot / 4u][slot % 4u] = sq.z;
-        xs[2u * ((li + 3u * WG) / 8u) + slot / 4u][slot % 4u] = sq.w;
+        put_square(li + 2u * WG, sq.z);
+        put_square(li + 3u * WG, sq.w);
     }
     workgroupBarrier();
 }
@@ -277,12 +282,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     if (NORM) { gather_squares(li, sq); }
     let out = array<vec4<f32>, 8>(acc.a0, acc.a1, acc.a2, acc.a3, acc.a4, acc.a5, acc.a6, acc.a7);  // the epilogue runs once: an array is fine
+    // each of the invocation's four tokens' norm scale (1 without NORM), once for its TM rows
+    let scales = vec4<f32>(inv_rms(4u * tc), inv_rms(4u * tc + 1u), inv_rms(4u * tc + 2u), inv_rms(4u * tc + 3u));
     for (var g = 0u; g < TM / 4u; g++) {
         let rb = r0 + 4u * (tr + g * RT);
         for (var j = 0u; j < 4u; j++) {
             let t = t0 + 4u * tc + j;
             if (t >= nt) { continue; }
-            let scale = inv_rms(4u * tc + j);
+            let scale = scales[j];
             if (OUT == 1u) {  // rows rb, rb + 2 are gates, rb + 1, rb + 3 their ups (n is even)
                 for (var i = 0u; i < 4u; i += 2u) {
                     if (rb + i + 1u < n) {
