@@ -182,65 +182,63 @@ prompt_kinds() {
     done
   done
 }
+# rows27 LLAMA_REPS: prefill23 1 (main / this), llama.cpp's pp512 / tg128 at depth 1024 (-r LLAMA_REPS), decode at 1K
+# of this tree, f32 and q4res (s27b, s27c)
+rows27() {
+  prefill23 1
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r "$1" -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
+  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
+  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
+}
+# step_kernels TAG KINDS TREE...: a decode step at 1K and a 512-token prompt step by kernel (kernel_probe: the fold,
+# the tiled products, the whole step) for each KV mode in KINDS and each TREE (PYTHONPATH@NAME), lines prefixed
+# with TAG (s27, s27b)
+step_kernels() {
+  label=$1; kinds=$2; shift 2
+  for kv in $kinds; do
+    for tree in "$@"; do
+      path=${tree%@*}; name=${tree##*@}
+      for step in "--context 1024 --reps 100" "--prefill 512 --reps 20"; do
+        tag=$(echo $step | cut -d' ' -f1 | tr -d -)
+        PYTHONPATH=$path timeout 60 python3 bench/kernel_probe.py --model $M --kv $kv $step \
+            --out "$OUT/probe_${name}_${kv}_$tag${label:+_$label}.json" 2>&1 | grep -E "blocks.wgsl|matmul_tiled|whole step" \
+            | cut -c1-110 | sed "s/^/${label:+$label }$name $kv $tag: /"
+      done
+    done
+  done
+}
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 s27c)
   # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;
   # decode at 1K, this f32 / q4res
   M=$(model_and_peer)
-  prefill23 1
-  timeout 80 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 2 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
-  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
-  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
+  rows27 2
   ;;
 s27b)
-  # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): prefill23 1 and the v4v prefill rows; llama.cpp
-  # pp512 / tg128 at depth 1024; decode at 1K, this f32 / q4res, v4v f32 / q4res; then a decode step at 1K and a
-  # 512-token prompt step by kernel (the fold, the tiled products, the whole step) of main, this tree and .var/v4v
+  # bench/device_run.sh s27b (as s27; .var/v4v = the v4v branch): s27c's rows (llama.cpp -r 3), then the v4v
+  # prefill and decode rows; then a decode step at 1K and a 512-token prompt step by kernel of main, this tree and
+  # .var/v4v
   M=$(model_and_peer)
   V=$PWD/.site:$PWD/.var/v4v/runtime
-  prefill23 1
+  rows27 3
   for kv in f32 q4res; do
     PYTHONPATH=$V timeout 60 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 --new-tokens 16 \
         --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv --out "$OUT/prefill_v4v_$kv.json" 2>&1 \
         | grep -E "^tiled|first request" | sed "s/^/v4v $kv: /"
   done
-  timeout 100 /root/ll/llama bench -m $M -p 512 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512|tg128"
-  quick_decode "$AFTER" f32_this 1024 --kv f32 --label "this f32"
-  quick_decode "$AFTER" q4res_this 1024 --kv q4res --label "this q4res"
   quick_decode "$V" f32_v4v 1024 --kv f32 --label "v4v f32"
   quick_decode "$V" q4res_v4v 1024 --kv q4res --label "v4v q4res"
-  for kv in q4res f32; do
-    for run in "$B main" "$AFTER this" "$V v4v"; do
-      read -r path tree <<< "$run"
-      for step in "--context 1024 --reps 100" "--prefill 512 --reps 20"; do
-        tag=$(echo $step | cut -d' ' -f1 | tr -d -)
-        PYTHONPATH=$path timeout 60 python3 bench/kernel_probe.py --model $M --kv $kv $step \
-            --out "$OUT/probe_${tree}_${kv}_$tag.json" 2>&1 | grep -E "blocks.wgsl|matmul_tiled|whole step" | cut -c1-110 \
-            | sed "s/^/$tree $kv $tag: /"
-      done
-    done
-  done
+  step_kernels "" "q4res f32" "$B@main" "$AFTER@this" "$V@v4v"
   ;;
 s27)
-  # bench/device_run.sh s27 ROUNDS [KV...] (as s26; carry .var too; .before = main): the attention fold's GPU us and
-  # the whole step (kernel_probe) of main, this tree and each .var/NAME/runtime, a decode step at 1K and a 512-token
-  # prompt step, for each KV mode (default q4res f32), ROUNDS rounds
+  # bench/device_run.sh s27 ROUNDS [KV...] (as s26; carry .var too; .before = main): step_kernels of main, this tree
+  # and each .var/NAME/runtime for each KV mode (default q4res f32), ROUNDS rounds
   M=$(model_and_peer)
   kinds="${*:3}"; kinds=${kinds:-q4res f32}
-  for round in $(seq "$2"); do
-    for kv in $kinds; do
-      for path in "$B" "$AFTER" .var/*/runtime; do
-        name=$(basename "$(dirname "$path")"); [ "$path" = "$AFTER" ] && name=this; [ "$path" = "$B" ] && name=main
-        for step in "--context 1024 --reps 200" "--prefill 512 --reps 30"; do
-          tag=$(echo $step | cut -d' ' -f1 | tr -d -)
-          PYTHONPATH=$PWD/.site:$path timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv $step \
-              --out "$OUT/probe_${name}_${kv}_${tag}_$round.json" 2>&1 | grep -E "blocks.wgsl|whole step" | cut -c1-120 \
-              | sed "s/^/r$round $name $kv $tag: /"
-        done
-      done
-    done
-  done
+  trees=("$B@main" "$AFTER@this")
+  for v in .var/*/runtime; do [ -d "$v" ] && trees+=("$PWD/.site:$PWD/$v@$(basename "$(dirname "$v")")"); done
+  for round in $(seq "$2"); do step_kernels "r$round" "$kinds" "${trees[@]}"; done
   ;;
 mm26)
   # bench/device_run.sh mm26 [ROUNDS] (as s26; .before = main): the matmul shapes (roofline_probe) of main, this
