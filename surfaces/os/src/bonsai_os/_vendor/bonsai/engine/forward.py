@@ -92,8 +92,8 @@ class GpuModel:
         # a read can stay in flight on a GPU of its own (on CPU adapters the "GPU" is the host's cores)
         self.read_ahead = gpu.reads_in_flight and not gpu.is_cpu
         # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
-        # matmul.wgsl). Not for batches: every workgroup would sum x^2 for its 8 tokens again, where one
-        # norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
+        # matmul.wgsl). Not for batches on that matvec: every workgroup would sum x^2 for its 8 tokens again, where
+        # one norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
         self.fuse_norm = True
         # batches that take the tiled matmul fold the norm into it the tiled way (matmul_tiled.wgsl NORM: each
         # activation staged times its norm weight, each token's products scaled after the sum; the x^2 sums come
