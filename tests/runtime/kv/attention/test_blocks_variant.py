@@ -9,6 +9,7 @@ turns FUSE_MERGE off for the two-dispatch path (merge_blocks.wgsl) adapters with
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -129,12 +130,13 @@ def test_blocks_variant_across_the_rounds_of_loads(gpu):
     ("f32", "let v3 = pos_v(pos + 3u, g, j, vs[k + 3u], vm[k + 3u]);",
      "let v3 = pos_v(pos + 2u, g, j, vs[k + 2u], vm[k + 2u]);"),
     ("q4res", "let c3 = vword(base + 3u * st);", "let c3 = vword(base + 2u * st);"),
-    ("f32", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
-    ("kc4v4", "    s = s + qs[d + 5u] * b.y;", "    s = s + qs[d + 5u] * b.x;"),
+    ("f32", "    s = s + qb.y * b.y;", "    s = s + qb.y * b.x;"),
+    ("kc4v4", "    s = s + qb.y * b.y;", "    s = s + qb.y * b.x;"),
     ("f32", "bitcast<vec4<f32>>(kc4[i + 9u]),", "bitcast<vec4<f32>>(kc4[i + 8u]),"),
     ("kc4v4", "let k5 = k_elem(kb, gb, d + 5u);", "let k5 = k_elem(kb, gb, d + 4u);"),
+    ("f32", "q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]", "q[qb], q[qb + 1u], q[qb + 1u], q[qb + 3u]"),
 ], ids=["fold drops the tail", "fold reuses a V row", "quantised fold reuses a V word", "f32 score reuses a K value", "c4 score reuses a K value",
-        "f32 score reloads a K vector", "c4 score reloads a K value"])
+        "f32 score reloads a K vector", "c4 score reloads a K value", "a query vector staged with a value twice"])
 def test_a_round_of_loads_that_loses_or_mixes_up_a_value_is_caught(gpu, monkeypatch, mode, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     results = run_matrix(gpu, matrix(UNROLLED["kv_len"], modes=(mode,), head_dims=(64,), prefill=6),
@@ -161,17 +163,17 @@ def test_blocks_variant_decodes_grouped_scales_once_per_block(gpu, monkeypatch):
 
 @pytest.mark.parametrize(("old", "new"), [
     ("let gb = w.k_off + ((pos - pos % GROUP - w.buf_base)", "let gb = w.k_off + ((pos - pos % GROUP + GROUP - w.buf_base)"),
-    ("f32((word >> (sh + 8u)) & K_MASK) * ks[d + 2u] + km[d + 2u],",
-     "f32((word >> (sh + 8u)) & K_MASK) * ks[d + 2u] + km[d + 3u],"),
+    ("f32((word >> (sh + 8u)) & K_MASK) * s.z + mn.z,", "f32((word >> (sh + 8u)) & K_MASK) * s.z + mn.w,"),
     ("* vs[k] + vm[k]; }", "* vs[k] + vm[k ^ 1u]; }"),
     ("fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i]), m, l, acc);",
      "fold_one(sc[i], pos_v(b + i, g, j, vs[i], vm[i ^ 1u]), m, l, acc);"),
     ("bitcast<vec4<f32>>(rc[i + 9u]),", "bitcast<vec4<f32>>(rc[i + 8u]),"),
     ("fn rword(i: u32) -> u32 { return rc[i / 4u][i % 4u]; }", "fn rword(i: u32) -> u32 { return rc[i / 4u][(i + 1u) % 4u]; }"),
     ("let w5 = kword(kb + 5u);", "let w5 = kword(kb + 4u);"),
+    ("h2f(s2 & 0xffffu), h2f(s3 & 0xffffu)", "h2f(s2 & 0xffffu), h2f(s2 & 0xffffu)"),
 ], ids=["K scales of the next group", "K min of the neighbouring channel", "V min of the neighbouring position",
         "V min of the neighbouring position in a tail", "residual K reloads a vector", "residual V from the next word",
-        "K codes reload a word"])
+        "K codes reload a word", "a channel's scale staged from its neighbour's"])
 def test_grouped_scales_from_the_wrong_place_are_caught(gpu, monkeypatch, old, new):
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     assert any(not r.ok for r in _grouped_results(gpu, monkeypatch))
@@ -333,3 +335,11 @@ def test_prompts_and_decode_steps_in_turn_give_the_bits_of_fresh_drivers(gpu):
             att.record(q, out, state, kv_len - n_q, n_q, wins)
             got.append(np.frombuffer(gpu.read(out), np.uint32))
         assert got[0].any() and np.array_equal(got[0], got[1]), (n_q, start)
+
+
+def test_a_head_dim_the_blocks_kernels_cannot_hold_says_so(gpu):
+    """The blocks kernels keep the query in vectors of four: another head_dim is refused, and "auto" takes serial."""
+    with pytest.raises(attention.KVError, match="multiple of 4"):
+        Attention(gpu, 2, 1, 6, "f32", variant="blocks")
+    a_gpu = SimpleNamespace(is_cpu=False, limits=SimpleNamespace(max_invocations=256))
+    assert attention.default_variant(a_gpu, 64) == "blocks" and attention.default_variant(a_gpu, 6) == "serial"

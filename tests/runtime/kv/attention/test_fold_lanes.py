@@ -75,14 +75,16 @@ GROUPED = dict(cases=matrix(150, modes=("q4res",), head_dims=(64,), prefill=6), 
      "vec4<f32>>) {\n    let m_new = max(*m, s);\n    let c_old = exp(m_new - *m);"),
     (F32, "wid.y >= (p.n_q + 3u) / 4u * p.n_heads", "wid.y >= p.n_q / 4u * p.n_heads"),
     (F32, "part_put(ob + ACC_AT + j0 + 2u, acc.z);", "part_put(ob + ACC_AT + j0 + 2u, acc.y);"),
-    (GROUPED, "* ks[d + 3u] + km[d + 3u]);", "* ks[d + 3u] + km[d + 2u]);"),
+    (GROUPED, "* s.w + mn.w);", "* s.w + mn.z);"),
     (GROUPED, "codes4(k.w5, 16u, 44u)", "codes4(k.w5, 12u, 44u)"),
     (GROUPED, "dq(word, sh + 3u * V_BITS, k)", "dq(word, sh + 2u * V_BITS, k)"),
+    (F32, "return bitcast<vec4<f32>>(rc[vb / 4u]);", "return bitcast<vec4<f32>>(rc[vb / 4u + 1u]);"),
 ], ids=["the fourth token scored with the third's query", "every token folds the first's scores",
         "the tile's scores stop at its first token's causal end", "the open block's fold carried in from a neighbour",
         "a round of eight folds a score twice", "the old state rescaled the wrong way", "the last partial tile never folded",
         "a dimension stored from its neighbour", "a grouped K min from the neighbouring channel",
-        "grouped K codes from the wrong nibble", "a V code from the neighbouring nibble"])
+        "grouped K codes from the wrong nibble", "a V code from the neighbouring nibble",
+        "f32 V's four values from the next row's vector"])
 def test_a_wrong_lane_fold_is_caught(gpu, monkeypatch, where, old, new):
     monkeypatch.setattr(attention, "BLOCK", where["block"])
     assert all(r.ok for r in run_matrix(gpu, where["cases"], where["windows"], variant="blocks"))
