@@ -8,13 +8,27 @@
 // (into `ks`, `km`; load_group_scales) instead of once per value per position; the values of k_elem.
 const K_GROUP_CACHE: bool = K_BITS < 32u && K_C4 && K_ASYM && GROUP == BLOCK;
 
-// Invocation j: channel j's scale and min of the group holding quantised position pos (K_GROUP_CACHE).
+// Channel c's scale and min word of the group whose first row is at word gb.
+fn group_sm(gb: u32, c: u32) -> u32 { return kword(gb + (c / CPR) * p.n_kv * K_WORDS + K_VW + c % CPR); }
+
+// Invocation j < HD / 4: channels 4j .. 4j + 3's scales and mins of the group holding quantised position pos
+// (K_GROUP_CACHE), four to a vector (read a vector at a time).
 fn load_group_scales(pos: u32, g: u32, j: u32) {
+    if (j >= HD / 4u) { return; }
     let gb = w.k_off + ((pos - pos % GROUP - w.buf_base) * p.n_kv + g) * K_WORDS;  // the group's first row
-    let sm = kword(gb + (j / CPR) * p.n_kv * K_WORDS + K_VW + j % CPR);
-    ks[j] = h2f(sm & 0xffffu);
-    km[j] = h2f_signed(sm >> 16u);
+    let c = 4u * j;
+    let s0 = group_sm(gb, c);
+    let s1 = group_sm(gb, c + 1u);
+    let s2 = group_sm(gb, c + 2u);
+    let s3 = group_sm(gb, c + 3u);
+    ks[j] = vec4<f32>(h2f(s0 & 0xffffu), h2f(s1 & 0xffffu), h2f(s2 & 0xffffu), h2f(s3 & 0xffffu));
+    km[j] = vec4<f32>(h2f_signed(s0 >> 16u), h2f_signed(s1 >> 16u), h2f_signed(s2 >> 16u), h2f_signed(s3 >> 16u));
 }
+
+// The query's value i, the group's scale and min of channel d (the workgroup arrays hold vectors).
+fn qv(i: u32) -> f32 { return qs[i / 4u][i % 4u]; }
+fn ksv(d: u32) -> f32 { return ks[d / 4u][d % 4u]; }
+fn kmv(d: u32) -> f32 { return km[d / 4u][d % 4u]; }
 
 // K_GROUP_CACHE: the scales and mins of the group holding the quantised positions [lo, hi) into `ks`, `km` for the
 // workgroup (invocation j: channel j). lo and hi - 1 lie in one block, so in one group. Call from uniform control
@@ -29,15 +43,17 @@ fn stage_group_scales(lo: u32, hi: u32, g: u32, j: u32) {
 // dot + q[d .. d+7] . (a, b), one product at a time in order: the one order of every eight-value round of
 // `score`, whichever way its K values were loaded.
 fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
+    let qa = qs[d / 4u];  // d is a multiple of 8: two vectors of the query
+    let qb = qs[d / 4u + 1u];
     var s = dot;
-    s = s + qs[d] * a.x;
-    s = s + qs[d + 1u] * a.y;
-    s = s + qs[d + 2u] * a.z;
-    s = s + qs[d + 3u] * a.w;
-    s = s + qs[d + 4u] * b.x;
-    s = s + qs[d + 5u] * b.y;
-    s = s + qs[d + 6u] * b.z;
-    s = s + qs[d + 7u] * b.w;
+    s = s + qa.x * a.x;
+    s = s + qa.y * a.y;
+    s = s + qa.z * a.z;
+    s = s + qa.w * a.w;
+    s = s + qb.x * b.x;
+    s = s + qb.y * b.y;
+    s = s + qb.z * b.z;
+    s = s + qb.w * b.w;
     return s;
 }
 
@@ -112,7 +128,7 @@ fn add_codes(dot0: f32, qo: u32, wd: u32, word: u32) -> f32 {
     var dot = dot0;
     for (var e = 0u; e < K_PER; e = e + 1u) {
         let d = wd * K_PER + e;
-        dot = dot + qs[qo + d] * (f32((word >> (K_BITS * e)) & K_MASK) * ks[d] + km[d]);
+        dot = dot + qv(qo + d) * (f32((word >> (K_BITS * e)) & K_MASK) * ksv(d) + kmv(d));
     }
     return dot;
 }
@@ -167,7 +183,7 @@ fn score(r: u32, pos: u32, qo: u32) -> f32 {
             }
             return dot * p.qk_scale;
         }
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[qo + d] * k_elem(kb, gb, d); }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qv(qo + d) * k_elem(kb, gb, d); }
         return dot * p.qk_scale;
     }
     // row- and block-scaled codes: the values and the order of k_elem's loop above, but each word and
@@ -178,7 +194,7 @@ fn score(r: u32, pos: u32, qo: u32) -> f32 {
         let s = h2f((kword(kb + K_VW + b / 2u) >> (16u * (b & 1u))) & 0xffffu);
         for (var e = 0u; e < K_PER; e = e + 1u) {
             let code = (word >> (K_BITS * e)) & K_MASK;
-            dot = dot + qs[qo + wd * K_PER + e] * (f32(i32(code) - K_OFF) * s);
+            dot = dot + qv(qo + wd * K_PER + e) * (f32(i32(code) - K_OFF) * s);
         }
     }
     return dot * p.qk_scale;
@@ -206,7 +222,7 @@ fn pos_score(pos: u32, g: u32, qo: u32) -> f32 {
             for (var d = 0u; d < HD; d = d + 64u) { dot = add64(dot, qo + d, rc_row64((kb + d) / 4u)); }
             return dot * p.qk_scale;
         }
-        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qs[qo + d] * bitcast<f32>(rword(kb + d)); }
+        for (var d = 0u; d < HD; d = d + 1u) { dot = dot + qv(qo + d) * bitcast<f32>(rword(kb + d)); }
         return dot * p.qk_scale;
     }
     return score((pos - w.buf_base) * p.n_kv + g, pos, qo);

@@ -31,7 +31,7 @@
 @group(0) @binding(4) var<storage, read> vc: array<u32>;       // rows [pos, n_kv, V_WORDS]
 @group(0) @binding(5) var<storage, read_write> state: array<f32>;  // [n_q, n_heads, 2 x (2 + HD)]: MAIN, PARTIAL
 @group(0) @binding(6) var<storage, read_write> part: array<atomic<u32>>;  // block_state.wgsl's layout
-@group(0) @binding(7) var<storage, read> rc: array<vec4<u32>>; // RESIDUAL: f32 rows from w.w0 on, four words a vector (fold.wgsl)
+@group(0) @binding(7) var<storage, read> rc: array<vec4<u32>>; // RESIDUAL: f32 rows from w.w0 on, four words a vector (fold.wgsl); else V's rows (fold_lanes' f32 V)
 @group(0) @binding(8) var<storage, read> kc4: array<vec4<u32>>; // kc's words four at a time (f32 K, fold.wgsl)
 @group(0) @binding(9) var<storage, read_write> out: array<f32>;  // fold_merge: [n_q, n_heads, HD], the last window
 
@@ -44,12 +44,12 @@ const RESIDUAL: bool = {{RESIDUAL}};
 //#include "block_state.wgsl"
 
 // Q_TILE queries' values and scores (fold_lanes: 4; the other entry points: 1), query s from s * HD on.
-var<workgroup> qs: array<f32, {{Q_TILE}} * {{HEAD_DIM}}>;
+var<workgroup> qs: array<vec4<f32>, {{Q_TILE}} * {{HEAD_DIM}} / 4>;
 var<workgroup> sc: array<f32, {{Q_TILE}} * {{HEAD_DIM}}>;
 var<workgroup> vs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> vm: array<f32, {{HEAD_DIM}}>;
-var<workgroup> ks: array<f32, {{HEAD_DIM}}>;
-var<workgroup> km: array<f32, {{HEAD_DIM}}>;
+var<workgroup> ks: array<vec4<f32>, {{HEAD_DIM}} / 4>;
+var<workgroup> km: array<vec4<f32>, {{HEAD_DIM}} / 4>;
 
 //#include "../format/words_buffer.wgsl"
 
@@ -80,7 +80,10 @@ fn fold_block(k: u32, idx: u32, j: u32) {
         l = state[pb + L_AT];
         acc = state[pb + ACC_AT + j];
     }
-    qs[j] = q[idx * HD + j];
+    if (j % 4u == 0u) {
+        let qb = idx * HD + j;
+        qs[j / 4u] = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
+    }
     workgroupBarrier();
 
     fold_range(lo, hi, g, j, &m, &l, &acc);

@@ -59,8 +59,9 @@ def default_variant(gpu: Any, head_dim: int = 64) -> str:
     """"serial" on CPU adapters (lavapipe: barriers are slow there), else "blocks" (bench/NOTES.md:
     on the H200 it decoded ~2x faster than the earlier one-workgroup-per-(token, head) kernel with the
     same window at 1K context, and attended ~17x faster at 32K). "serial" too where a workgroup of
-    head_dim invocations (the blocks kernels') is above the adapter's limit."""
-    if gpu.is_cpu or head_dim > gpu.limits.max_invocations:
+    head_dim invocations (the blocks kernels') is above the adapter's limit, or head_dim is no multiple of 4
+    (the blocks kernels keep the query in workgroup vectors)."""
+    if gpu.is_cpu or head_dim > gpu.limits.max_invocations or head_dim % 4:
         return "serial"
     return "blocks"
 
@@ -110,6 +111,9 @@ class Attention:
         self.scale_bits = f32_bits(1.0 / math.sqrt(head_dim))  # the score scale, as the kernels read it
         if self.variant not in VARIANTS:
             raise ValueError(f"attention variant must be one of {VARIANTS} or 'auto', got {variant!r}")
+        if self.variant == "blocks" and head_dim % 4:
+            raise KVError(f"blocks attention keeps the query in vectors of four: head_dim ({head_dim}) must be a "
+                          "multiple of 4; use 'serial'")
         if self.variant == "blocks" and head_dim > gpu.limits.max_invocations:
             raise KVError(f"blocks attention runs head_dim ({head_dim}) invocations per workgroup, above this "
                           f"adapter's maxComputeInvocationsPerWorkgroup ({gpu.limits.max_invocations}); use 'serial'")
@@ -329,7 +333,8 @@ class Attention:
         part = self._part_for(n, blocks)
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
-        rows = win.k if win.res is None else win.res  # bound as `rc` (read only where RESIDUAL and res_start)
+        # bound as `rc`: the residual rows (RESIDUAL kernels), else V's rows as vectors (fold_lanes' f32 V loads)
+        rows = win.v if win.res is None else win.res
         # win.k is bound twice: as words (`kc`) and as 16-byte vectors (`kc4`, f32 K's loads)
         bound = [params, wp, q, win.k, win.v, state, part, rows, win.k]
         if fused is not None:

@@ -37,10 +37,12 @@ fn score4(pos: u32, g: u32) -> vec4<f32> {
 // Channels d .. d + 3 of 4-bit codes from bit sh of `word`, decoded with the group's cached scales and mins: the K
 // values add_codes multiplies (K_GROUP_CACHE).
 fn codes4(word: u32, sh: u32, d: u32) -> vec4<f32> {
-    return vec4<f32>(f32((word >> sh) & K_MASK) * ks[d] + km[d],
-                     f32((word >> (sh + 4u)) & K_MASK) * ks[d + 1u] + km[d + 1u],
-                     f32((word >> (sh + 8u)) & K_MASK) * ks[d + 2u] + km[d + 2u],
-                     f32((word >> (sh + 12u)) & K_MASK) * ks[d + 3u] + km[d + 3u]);
+    let s = ks[d / 4u];
+    let mn = km[d / 4u];
+    return vec4<f32>(f32((word >> sh) & K_MASK) * s.x + mn.x,
+                     f32((word >> (sh + 4u)) & K_MASK) * s.y + mn.y,
+                     f32((word >> (sh + 8u)) & K_MASK) * s.z + mn.z,
+                     f32((word >> (sh + 12u)) & K_MASK) * s.w + mn.w);
 }
 
 // The sixty-four K values of a row of 4-bit codes (K_GROUP_CACHE, HD 64): decoded once for the four queries.
@@ -67,6 +69,10 @@ fn v4(pos: u32, g: u32, j0: u32, k: u32, quick: bool) -> vec4<f32> {
         let word = vword(v_row(pos, g) + j0 / V_PER);
         let sh = V_BITS * (j0 % V_PER);
         return vec4<f32>(dq(word, sh, k), dq(word, sh + V_BITS, k), dq(word, sh + 2u * V_BITS, k), dq(word, sh + 3u * V_BITS, k));
+    }
+    if (V_BITS == 32u && !RESIDUAL) {  // f32 V: the four words in one load (`rc` is bound to V's rows, the driver)
+        let vb = v_row(pos, g) + j0;
+        if ((vb & 3u) == 0u) { return bitcast<vec4<f32>>(rc[vb / 4u]); }
     }
     return vec4<f32>(pos_v(pos, g, j0, vs[k], vm[k]), pos_v(pos, g, j0 + 1u, vs[k], vm[k]),
                      pos_v(pos, g, j0 + 2u, vs[k], vm[k]), pos_v(pos, g, j0 + 3u, vs[k], vm[k]));
@@ -156,10 +162,7 @@ fn fold_tile(k: u32, tile: u32, h: u32, i: u32) {
         q4 = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
     }
     let qo = s * HD + j0;
-    qs[qo] = q4.x;
-    qs[qo + 1u] = q4.y;
-    qs[qo + 2u] = q4.z;
-    qs[qo + 3u] = q4.w;
+    qs[qo / 4u] = q4;
     workgroupBarrier();
 
     fold_range4(lo, hi_all, hi, g, s, j0, i, &m, &l, &acc);
