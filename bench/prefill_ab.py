@@ -7,7 +7,7 @@ workgroup, `attention.driver.LANE_FOLD`), `last-read-first` (a sync after reads 
 before committing them, `kv.staging.LAST_READ_FIRST`). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
-median tok/s, on / off) and writes JSON.
+median tok/s, on / off, whether the argmax and the last token's logits bits are the same) and writes JSON.
 
     python bench/prefill_ab.py [--switch read-ahead] [--model PATH] [--kv f32,q4res] [--tokens 512,2048] [--rounds 5]
 """
@@ -55,6 +55,15 @@ def time_prefill(engine, ids: list[int], switch: str, on: bool, split_groups: in
     return dt, tok
 
 
+def last_logits(engine, ids: list[int], switch: str, on: bool, split_groups: int | None) -> bytes:
+    """The bytes of the last token's logits after a prefill of `ids` from position 0 with `switch` on or off."""
+    engine.reset()
+    use(engine, switch, on, split_groups)
+    logits = bytes(engine.prefill(ids))
+    engine.reset()
+    return logits
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "last-read-first"), default="read-ahead")
@@ -79,7 +88,9 @@ def main() -> None:
             for _ in range(a.rounds):
                 for on in (False, True):
                     runs[on].append(time_prefill(engine, ids, a.switch, on, split_groups)[0])
-            row = {"kv": kv, "tokens": n, "same_argmax": toks[False] == toks[True], "device": engine.gpu.description}
+            bits = {on: last_logits(engine, ids, a.switch, on, split_groups) for on in (False, True)}
+            row = {"kv": kv, "tokens": n, "same_argmax": toks[False] == toks[True],
+                   "same_logit_bits": bits[False] == bits[True], "device": engine.gpu.description}
             for on, name in ((False, "off"), (True, "on")):
                 row[f"{name}_best_tok_s"] = n / min(runs[on])
                 row[f"{name}_median_tok_s"] = n / statistics.median(runs[on])
@@ -87,12 +98,12 @@ def main() -> None:
             rows.append(row)
     use(engine, a.switch, True, split_groups)
     print(f"{rows[0]['device']}: prompt tok/s, {a.switch} off / on, {a.rounds} rounds interleaved")
-    print("| kv | tokens | off best | on best | off median | on median | on / off (medians) | same argmax |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| kv | tokens | off best | on best | off median | on median | on / off (medians) | same argmax | same logit bits |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
         print(f"| {r['kv']} | {r['tokens']} | {r['off_best_tok_s']:,.0f} | {r['on_best_tok_s']:,.0f} | "
               f"{r['off_median_tok_s']:,.0f} | {r['on_median_tok_s']:,.0f} | "
-              f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} |")
+              f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} | {r['same_logit_bits']} |")
     out = a.out or Path(__file__).parent / "results" / f"prefill_ab_{a.switch}.json"
     write_results(out, {"switch": a.switch, "split_groups": split_groups, "rounds": a.rounds, "rows": rows})
 
