@@ -31,8 +31,8 @@ fn ksv(d: u32) -> f32 { return ks[d / 4u][d % 4u]; }
 fn kmv(d: u32) -> f32 { return km[d / 4u][d % 4u]; }
 
 // K_GROUP_CACHE: the scales and mins of the group holding the quantised positions [lo, hi) into `ks`, `km` for the
-// workgroup (invocation j: channel j). lo and hi - 1 lie in one block, so in one group. Call from uniform control
-// flow (lo and hi uniform): it waits at a barrier.
+// workgroup (load_group_scales: invocation j < HD / 4, channels 4j .. 4j + 3). lo and hi - 1 lie in one block, so in
+// one group. Call from uniform control flow (lo and hi uniform): it waits at a barrier.
 fn stage_group_scales(lo: u32, hi: u32, g: u32, j: u32) {
     if (K_GROUP_CACHE) {
         if (lo < hi && !in_residual(lo)) { load_group_scales(lo, g, j); }
