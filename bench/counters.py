@@ -32,9 +32,9 @@ class CountingQueue:
 
 
 def count_reads(gpu, queue: CountingQueue) -> None:
-    """Count `Gpu.read`s (and `wait`s: they go through the kept readback buffer), `read_soon`s and `read_queued`s
-    as reads."""
-    for name in ("_read_after_recorded", "read_soon", "read_queued"):
+    """Count `Gpu.read`s (and `wait`s: they go through the kept readback buffer), `read_soon`s, `read_queued`s and
+    `read_gathered`s as reads."""
+    for name in ("_read_after_recorded", "read_soon", "read_queued", "read_gathered"):
         real = getattr(gpu, name)
 
         def counted(*a, _real=real, **k):

@@ -57,6 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
 #   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
 #   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
@@ -209,6 +210,22 @@ step_kernels() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+s29)
+  # bench/device_run.sh s29 (carry .var/decwin = `git archive decwin runtime/bonsai bench`): prefill_ab drop-rows (q4res),
+  # decwin's prefill_ab decode-batches (q4res), prefill best of 5 (this tree, f32 / q4res), llama.cpp pp512 at depth 0
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch drop-rows --model $M --kv q4res \
+      --out "$OUT/ab_drop_rows.json" 2>&1 | grep -E "^\||prompt tok/s"
+  D=.var/decwin
+  [ -d $D ] && PYTHONPATH=$PWD/.site:$PWD/$D/runtime timeout 150 python3 $D/bench/prefill_ab.py --switch decode-batches \
+      --model $M --kv q4res --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
+        --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
+        --out "$OUT/prefill_this_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/this $kv: /"
+  done
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  ;;
 s27c)
   # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;
   # decode at 1K, this f32 / q4res

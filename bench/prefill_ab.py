@@ -4,7 +4,8 @@ Switches: `read-ahead` (a prompt step reads its first layers' rows ahead, `GpuMo
 tiled matmul splits K of products with few tiles, `tiled.SPLIT_GROUPS`), `submit-every-layer` (a prompt step submits
 after every layer, not every `forward.BATCH_SUBMIT_EVERY`), `lane-fold` (a batch's attention folds four tokens a
 workgroup, `attention.driver.LANE_FOLD`), `last-read-first` (a sync after reads ahead submits the read of the rest
-before committing them, `kv.staging.LAST_READ_FIRST`). One engine per KV mode; each round times
+before committing them, `kv.staging.LAST_READ_FIRST`), `drop-rows` (a q4res batch reads back only the f32 rows the
+host keeps, `kv.append.DROP_QUANTISED_ROWS`). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
 median tok/s, on / off, whether the argmax and the last token's logits bits are the same) and writes JSON.
@@ -23,7 +24,7 @@ from results_file import write_results
 
 from bonsai.engine.forward import BATCH_SUBMIT_EVERY
 from bonsai.engine.native import load_engine
-from bonsai.kv import staging
+from bonsai.kv import append, staging
 from bonsai.kv.attention import driver as attention
 from bonsai.ops import tiled
 
@@ -36,6 +37,8 @@ def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
         engine.model.read_ahead = on
     elif switch == "last-read-first":
         staging.LAST_READ_FIRST = on
+    elif switch == "drop-rows":
+        append.DROP_QUANTISED_ROWS = on
     elif switch == "lane-fold":
         attention.LANE_FOLD = on
     elif switch == "submit-every-layer":
@@ -66,7 +69,8 @@ def last_logits(engine, ids: list[int], switch: str, on: bool, split_groups: int
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "last-read-first"), default="read-ahead")
+    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "last-read-first",
+                                           "drop-rows"), default="read-ahead")
     p.add_argument("--split-groups", type=int, default=None,
                    help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
     p.add_argument("--model", default=None)

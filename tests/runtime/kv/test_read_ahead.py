@@ -50,9 +50,12 @@ def _filled(gpu, mode: str, ahead: bool, k, v) -> tuple:
 
 
 def _count_reads(gpu, monkeypatch) -> list[int]:
+    """The reads staging starts from now on (a q4res batch's gathered: `Entry.skip`)."""
     reads: list[int] = []
-    real = gpu.read_queued
-    monkeypatch.setattr(gpu, "read_queued", lambda buf, n, off=0: reads.append(n) or real(buf, n, off))
+    queued, gathered = gpu.read_queued, gpu.read_gathered
+    monkeypatch.setattr(gpu, "read_queued", lambda buf, n, off=0: reads.append(n) or queued(buf, n, off))
+    monkeypatch.setattr(gpu, "read_gathered", lambda buf, spans: reads.append(sum(n for _, n in spans))
+                        or gathered(buf, spans))
     return reads
 
 
@@ -107,8 +110,8 @@ def _expected(layer: int, mode: str) -> str:
 def test_a_read_ahead_whose_flags_are_not_read_is_caught(gpu, monkeypatch):
     """Mutation: a read ahead checks the flags of the sync's own read (from flag 0) instead of its own."""
     real = Staging._read_rows
-    monkeypatch.setattr(Staging, "_read_rows", lambda self, pending, raw, word, flag, words:
-                        real(self, pending, raw, word, 0, words) if flag else real(self, pending, raw, word, flag, words))
+    monkeypatch.setattr(Staging, "_read_rows", lambda self, pending, raw, flag, words:
+                        real(self, pending, raw, 0, words) if flag else real(self, pending, raw, flag, words))
     assert _refused(gpu, "f32", 2) != _expected(2, "f32")
 
 
