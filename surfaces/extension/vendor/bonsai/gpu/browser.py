@@ -119,17 +119,29 @@ class BrowserGpu(Recorder):
         """`read` now, as `read_soon`."""
         return self.read_soon(buf, nbytes, offset)
 
+    def read_gathered(self, buf: Any, spans: list[tuple[int, int]]) -> PendingRead:
+        """`read` of several ranges of `buf` ((byte offset, byte count), counts multiples of 4) now, their bytes
+        back to back: one staging buffer, one submit."""
+        return ready_read(self._read_spans(buf, spans, sum(n for _, n in spans)))
+
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:
         """Finish all recorded work and return `nbytes` of `buf` from `offset`."""
+        size = int(buf.size) - offset if nbytes is None else nbytes
+        return self._read_spans(buf, [(offset, round_up(size, 4))], size)
+
+    def _read_spans(self, buf: Any, spans: list[tuple[int, int]], size: int) -> bytes:
+        """The first `size` bytes of `spans` of `buf` copied back to back, after all recorded work."""
         self._untaped()
         self.flush()
-        size = int(buf.size) - offset if nbytes is None else nbytes
-        padded = round_up(size, 4)
+        padded = sum(n for _, n in spans)
         U = self._js.GPUBufferUsage
         staging = self.device.createBuffer(self._obj({"size": max(4, padded), "usage": U.MAP_READ | U.COPY_DST}))
         try:
             encoder = self.device.createCommandEncoder()
-            encoder.copyBufferToBuffer(buf, offset, staging, 0, padded)
+            at = 0
+            for offset, n in spans:
+                encoder.copyBufferToBuffer(buf, offset, staging, at, n)
+                at += n
             self.queue.submit(self._to_js([encoder.finish()]))
             self._await(staging.mapAsync(self._js.GPUMapMode.READ), "reading a buffer back")
             data = staging.getMappedRange(0, padded).to_bytes()[:size]

@@ -154,6 +154,11 @@ class GpuBackend(Protocol):
         without holding back the submits recorded meanwhile (the native backend; the browser's reads now)."""
         ...
 
+    def read_gathered(self, buf: Any, spans: list[tuple[int, int]]) -> PendingRead:
+        """`read_queued` of several ranges of `buf`, (byte offset, byte count) each, counts multiples of 4: their
+        bytes back to back in one read."""
+        ...
+
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None: ...
 
     # word textures (`WordTexture`): what CPU adapters read matmul and attention data through

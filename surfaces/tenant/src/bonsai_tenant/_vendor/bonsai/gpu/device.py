@@ -223,7 +223,7 @@ class Gpu(Recorder):
         if self._readback.size < span:
             self._readback = self._readback_buffer(1 << (span - 1).bit_length())
         rb = self._readback
-        self._copy_out(buf, offset, rb, span)
+        self._copy_out(buf, [(offset, span)], rb)
         rb.map_sync(self._wgpu.MapMode.READ, 0, span)
         try:  # the mapped range itself (read_mapped's own copy, bytes() and a slice would be three)
             return use(rb.read_mapped(0, span, copy=False)[:size])
@@ -239,11 +239,16 @@ class Gpu(Recorder):
         too (`bench/map_order_probe.py`; bench/NOTES.md, session 20). The GPU runs what is recorded next
         while the read is on its way."""
         self._untaped()
-        span = round_up(nbytes, 4)
+        return self._soon(buf, [(offset, round_up(nbytes, 4))], nbytes)
+
+    def _soon(self, buf: Any, spans: list[tuple[int, int]], nbytes: int) -> PendingRead:
+        """`read_soon` of `spans` of `buf` ((byte offset, byte count), counts multiples of 4), their bytes back to
+        back, the first `nbytes` of them."""
+        span = sum(n for _, n in spans)
         if span > READBACK_MAX:  # no kept buffer that large: read now (later work must not change what is read)
-            return ready_read(self.read(buf, nbytes, offset))
+            return ready_read(b"".join(self.read(buf, n, offset) for offset, n in spans)[:nbytes])
         rb, free = self._soon_buffer(span)
-        self._copy_out(buf, offset, rb, span)
+        self._copy_out(buf, spans, rb)
         mapped = rb.map_async(self._wgpu.MapMode.READ, 0, span)
 
         def finish(use: Callable[[memoryview], T]) -> T:
@@ -263,13 +268,23 @@ class Gpu(Recorder):
         when `result` asks (`native_map`: no poll thread, so the submits recorded meanwhile are not held back,
         and a copy submitted early maps as soon as it is done). `read_soon` where that cannot be done."""
         self._untaped()
-        span = round_up(nbytes, 4)
-        if span > READBACK_MAX or not native_map.available():  # (the class's: a counter wrapping both counts one)
-            return type(self).read_soon(self, buf, nbytes, offset)
+        return self._queued(buf, [(offset, round_up(nbytes, 4))], nbytes)
+
+    def read_gathered(self, buf: Any, spans: list[tuple[int, int]]) -> PendingRead:
+        """`read_queued` of several ranges of `buf`, (byte offset, byte count) each, counts multiples of 4: their
+        bytes back to back, one copy each into one MAP_READ buffer (a prompt's rows the host drops stay on the
+        GPU: `bonsai.kv.staging`)."""
+        self._untaped()
+        return self._queued(buf, spans, sum(n for _, n in spans))
+
+    def _queued(self, buf: Any, spans: list[tuple[int, int]], nbytes: int) -> PendingRead:
+        span = sum(n for _, n in spans)
+        if span > READBACK_MAX or not native_map.available():
+            return self._soon(buf, spans, nbytes)
         rb, free = self._soon_buffer(span)
         self._end_pass()
         encoder = self._open_encoder()
-        self._encode_copy(encoder, buf, offset, rb, 0, span)
+        self._encode_spans(encoder, buf, spans, rb)
 
         def finish(use: Callable[[memoryview], T]) -> T:
             if self._encoder is encoder:  # the copy is not submitted yet
@@ -291,12 +306,18 @@ class Gpu(Recorder):
         free = self._soon_free.setdefault(size, [])
         return (free.pop() if free else self._readback_buffer(size)), free
 
-    def _copy_out(self, buf: Any, offset: int, rb: Any, span: int) -> None:
-        """Copy `span` bytes of `buf` from `offset` into the MAP_READ buffer `rb` after everything recorded so
-        far (in the open encoder: one submit for the work and the copy), and submit."""
+    def _copy_out(self, buf: Any, spans: list[tuple[int, int]], rb: Any) -> None:
+        """Copy `spans` of `buf` ((byte offset, byte count)) back to back into the MAP_READ buffer `rb` after
+        everything recorded so far (in the open encoder: one submit for the work and the copy), and submit."""
         self._end_pass()
-        self._encode_copy(self._open_encoder(), buf, offset, rb, 0, span)
+        self._encode_spans(self._open_encoder(), buf, spans, rb)
         self.flush()
+
+    def _encode_spans(self, encoder: Any, buf: Any, spans: list[tuple[int, int]], rb: Any) -> None:
+        at = 0
+        for offset, n in spans:
+            self._encode_copy(encoder, buf, offset, rb, at, n)
+            at += n
 
     def _readback_buffer(self, nbytes: int) -> Any:
         U = self._wgpu.BufferUsage

@@ -6,6 +6,10 @@ groups it completes before its rows, so the host takes them first). `readback`
 brings everything booked since the last one back in a single read, validates every row before any
 is committed, and hands the rows over in booking order.
 
+A V-residual mode's batch (q4res) stores the f32 rows of every position in staging, where the group kernel
+quantises them, but the host keeps only those after the last group the batch completes (the groups reach it
+quantised): an entry's `skip` leading positions stay on the GPU, and the read gathers the rest.
+
 A long batch may start reading its first rows early (`read_ahead`, between the layers of a prompt step):
 `readback` then takes those reads first, each validated and handed over before the next, so the host's
 copy of the first layers' rows overlaps the GPU's work on the last ones.
@@ -48,13 +52,45 @@ class Entry(NamedTuple):
     k_words: int  # per position
     v_words: int  # per position
     group: bool = False
+    skip: int = 0  # leading positions whose rows the host does not take (`book_rows`): not read back
 
     @property
     def words(self) -> int:
         return self.n * (self.k_words + self.v_words)
 
+    @property
+    def kept_words(self) -> int:
+        """Words of the entry read back: all but the rows of its first `skip` positions."""
+        return (self.n - self.skip) * (self.k_words + self.v_words)
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The staging words [start, end) read back: the whole entry, or (skip) its K and its V rows after the first
+        `skip` positions."""
+        if not self.skip:
+            return [(self.word, self.word + self.words)]
+        k_end = self.word + self.n * self.k_words
+        return [(self.word + self.skip * self.k_words, k_end), (k_end + self.skip * self.v_words, self.word + self.words)]
+
+    def kept(self) -> Entry:
+        """The entry of the rows read back (positions from pos + skip)."""
+        return self._replace(pos=self.pos + self.skip, n=self.n - self.skip, skip=0) if self.skip else self
+
 
 Rows = tuple[Entry, memoryview, memoryview]  # an entry and its K and V rows as read back
+
+
+def read_spans(entries: list[Entry], end: int) -> list[tuple[int, int]] | None:
+    """The byte ranges of staging one read takes: `entries`' rows (booked back to back) as `Entry.spans`, then the
+    bytes after them up to byte `end` (their flags, `also`); None where that is one range, all of it."""
+    if not any(e.skip for e in entries):
+        return None
+    spans: list[tuple[int, int]] = []
+    for start, stop in [span for e in entries for span in e.spans()] + [(entries[-1].word + entries[-1].words, end // 4)]:
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], stop)
+        elif stop > start:
+            spans.append((start, stop))
+    return [(start * 4, (stop - start) * 4) for start, stop in spans]
 
 
 class AheadRead(NamedTuple):
@@ -128,11 +164,12 @@ class Staging:
     def room_for(self, words: int, flags: int = 0) -> bool:
         return self.used_words + words <= self.capacity and self.used_flags + flags <= self.flag_capacity
 
-    def book_rows(self, layer: int, pos: int, n: int) -> Entry:
-        """Book rows [pos, pos+n) of `layer` as the store kernel writes them (it writes them there)."""
+    def book_rows(self, layer: int, pos: int, n: int, skip: int = 0) -> Entry:
+        """Book rows [pos, pos+n) of `layer` as the store kernel writes them (it writes them there); the host takes
+        those from pos + skip (every row's flags are read)."""
         lay = self.layout
         return self._book(Entry(layer, pos, n, self.used_words, self.used_flags, lay.stored_k_words,
-                                lay.stored_v_words), 2 * n * lay.n_kv)
+                                lay.stored_v_words, skip=skip), 2 * n * lay.n_kv)
 
     def book_layers(self, layers: int, pos: int, n: int) -> None:
         """`book_rows(layer, pos, n)` for layers 0 .. layers-1 in order (a replayed step's bookkeeping), the room
@@ -172,9 +209,10 @@ class Staging:
         n_read, w0, f0 = self._read
         if len(self.pending) == n_read:
             return False
-        words, flags = self.used_words - w0, self._flags_after_rows(f0, self.used_words, self.used_flags)
-        read = self.gpu.read_queued(self.buffer, (words + flags) * 4, w0 * 4)
-        self._ahead.append(AheadRead(self.pending[n_read:], w0, f0, words, read))
+        entries = self.pending[n_read:]
+        flags = self._flags_after_rows(f0, self.used_words, self.used_flags)
+        read = self._queue_read(entries, w0, (self.used_words - w0 + flags) * 4)
+        self._ahead.append(AheadRead(entries, w0, f0, sum(e.kept_words for e in entries), read))
         self._read = (len(self.pending), self.used_words, self.used_flags)
         return True
 
@@ -196,14 +234,16 @@ class Staging:
         self.used_words = self.used_flags = 0
         words = flags = tail = nbytes = 0
         last: PendingRead | None = None  # the read of the rows after the reads ahead, submitted before those are committed
+        spans = None
         if pending:
-            words, flags = used_words - w0, self._flags_after_rows(f0, used_words, used_flags)
-            tail = (words + flags) * 4
-            nbytes = tail + (round_up(also[1], 4) if also is not None else 0)
+            words, flags = sum(e.kept_words for e in pending), self._flags_after_rows(f0, used_words, used_flags)
+            tail = (words + flags) * 4  # of the bytes read
+            nbytes = (used_words - w0 + flags) * 4 + (round_up(also[1], 4) if also is not None else 0)  # of staging
             if also is not None:
                 self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
+            spans = read_spans(pending, w0 * 4 + nbytes)
             if ahead and LAST_READ_FIRST:  # submitted now: the GPU runs the step's last layers during the commits
-                last = self.gpu.read_queued(self.buffer, nbytes, w0 * 4)
+                last = self._queue_read(pending, w0, nbytes)
                 self.gpu.flush()
         for i, a in enumerate(ahead):
             try:
@@ -219,12 +259,22 @@ class Staging:
 
         def take(raw: memoryview) -> bytes:
             raw = raw.cast("B")
-            commit(self._read_rows(pending, raw[:tail], w0, f0, words))
+            commit(self._read_rows(pending, raw[:tail], f0, words))
             return bytes(raw[tail: tail + also[1]]) if also is not None else b""
 
         if last is not None:
             return last.result(take)
+        if spans is not None:
+            return self.gpu.read_gathered(self.buffer, spans).result(take)
         return self.gpu.read_with(self.buffer, nbytes, take, w0 * 4)
+
+    def _queue_read(self, entries: list[Entry], w0: int, nbytes: int) -> PendingRead:
+        """`read_queued` of `nbytes` of staging from word w0 (`entries`' rows, then their flags and `also`), or
+        `read_gathered` of what of them the host takes."""
+        spans = read_spans(entries, w0 * 4 + nbytes)
+        if spans is None:
+            return self.gpu.read_queued(self.buffer, nbytes, w0 * 4)
+        return self.gpu.read_gathered(self.buffer, spans)
 
     def _flags_after_rows(self, flag: int, used_words: int, used_flags: int) -> int:
         """Record copying flags [flag, used_flags) into staging just after the rows booked (from word used_words),
@@ -235,35 +285,37 @@ class Staging:
         return flags
 
     def _commit_read(self, commit: Callable[[list[Rows]], None], a: AheadRead, raw: memoryview) -> None:
-        commit(self._read_rows(a.entries, raw, a.word, a.flag, a.words))
+        commit(self._read_rows(a.entries, raw, a.flag, a.words))
 
-    def _read_rows(self, pending: list[Entry], raw: memoryview, word: int, flag: int, words: int) -> list[Rows]:
-        """`rows` of a read of staging from word `word`: `words` words of rows, then their flags (from `flag`)."""
+    def _read_rows(self, pending: list[Entry], raw: memoryview, flag: int, words: int) -> list[Rows]:
+        """`rows` of a read of `pending`'s rows: `words` words of them (`Entry.kept_words`), then their flags (from
+        `flag`)."""
         raw = raw.cast("B")
-        return self.rows(pending, raw[: words * 4], raw[words * 4:].cast("I"), word, flag)
+        return self.rows(pending, raw[: words * 4], raw[words * 4:].cast("I"), flag)
 
     def take(self) -> tuple[list[Entry], int, int]:
         """(entries, words, flags) booked since the last readback, which the caller moves elsewhere on the
         GPU (`Handover.park`); staging is empty afterwards."""
         if self._ahead:
             raise KVError("staging: rows are being read ahead (a batch's); sync the host before parking a step")
-        pending, used = self.pending, (self.used_words, self.used_flags)
+        pending, used = [e._replace(skip=0) for e in self.pending], (self.used_words, self.used_flags)  # all parked
         self.pending, self.used_words, self.used_flags = [], 0, 0
         return pending, *used
 
-    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview, word: int = 0,
-             flag: int = 0) -> list[Rows]:
-        """[(entry, K rows, V rows)] of `pending` from the staged words `data` and their `flags` as read
-        back (staging's from word `word` and flag `flag`); every flag is checked before anything is
-        returned (NonFiniteKVError)."""
+    def rows(self, pending: list[Entry], data: memoryview, flags: memoryview, flag: int = 0) -> list[Rows]:
+        """[(entry, K rows, V rows)] of `pending` (booked back to back) from the words read back, `data` (each
+        entry's `kept_words`), and their `flags` as read back (staging's from flag `flag`); every flag is checked
+        before anything is returned (NonFiniteKVError). An entry with `skip` comes back as `Entry.kept`."""
         for e in pending:  # validate everything before committing anything
             if not e.group:
                 self._check_flags(e, flags[e.flag - flag: e.flag - flag + 2 * e.n * self.layout.n_kv])
         out = []
+        start = 0
         for e in pending:
-            start = (e.word - word) * 4
+            e = e.kept()
             k_end = start + e.n * e.k_words * 4
             out.append((e, data[start: k_end], data[k_end: start + e.words * 4]))
+            start += e.words * 4
         return out
 
     def _check_flags(self, e: Entry, f: memoryview) -> None:
