@@ -210,6 +210,15 @@ step_kernels() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+final29)
+  # bench/device_run.sh final29: llama.cpp pp512 at depth 0 twice (its first run in a machine's life read 12-13K
+  # where the next read 44-47K: both printed), hf_table, llama.cpp pp512 at depth 0 again, eight_k
+  M=$(model_and_peer)
+  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/run $i: /"; done
+  hf_table
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/run 3: /"
+  eight_k
+  ;;
 s29)
   # bench/device_run.sh s29 (carry .var/decwin = `git archive decwin runtime/bonsai bench`): prefill_ab drop-rows (q4res),
   # decwin's prefill_ab decode-batches (q4res), prefill best of 5 (this tree, f32 / q4res), llama.cpp pp512 at depth 0

@@ -4,7 +4,8 @@ One engine, `--repeats` prefills of `--tokens` tokens from position 0 after a wa
 the prefill rows of decode_bench), each timed by wrapping the calls that mark its phases: every submit (`flush`),
 the end of recording, each commit of a read ahead (`Staging._commit_read`, start and end: its start waits for the
 read's copy to be done on the GPU), and the step's last read (`read_with`, which waits for the GPU to finish).
-Prints each event's median time from the start of the step (ms) and writes JSON.
+Prints each event's median time from the start of the step (ms), and the host's rate of committing the rows read
+ahead (mapped memory into the master), and writes JSON.
 
     python bench/prefill_timeline.py [--model PATH] [--kv f32] [--tokens 512] [--repeats 7]
 """
@@ -53,8 +54,19 @@ def main() -> None:
     events: list[tuple[str, float]] = []
     wrap(events, engine.gpu, "flush", "submit")
     wrap(events, engine.model, "record", "record", after=True)
-    wrap(events, Staging, "_commit_read", "commit ahead", after=True)
     wrap(events, engine.gpu, "read_with", "last read", after=True)
+    copied: list[tuple[int, float]] = []  # (bytes, seconds) of each commit ahead: its host copy into the master
+    commit_read = Staging._commit_read
+
+    def timed_commit(self, commit, ahead, raw):
+        t = time.perf_counter()
+        try:
+            return commit_read(self, commit, ahead, raw)
+        finally:
+            copied.append((ahead.words * 4, time.perf_counter() - t))
+
+    Staging._commit_read = timed_commit
+    wrap(events, Staging, "_commit_read", "commit ahead", after=True)
     runs = []
     for i in range(a.repeats + 1):
         engine.reset()
@@ -77,8 +89,13 @@ def main() -> None:
     for j, r in enumerate(rows):
         print(f"| {j} | {r['event']} | {r['median_ms']:.2f} | {r['min_ms']:.2f} | {r['max_ms']:.2f} |")
     print(f"prefill {a.tokens / (statistics.median(r[-1][1] for r in runs) / 1e3):,.0f} tok/s (median)")
+    if copied:
+        nbytes, secs = sum(b for b, _ in copied), sum(t for _, t in copied)
+        print(f"commits ahead: {len(copied)} over {a.repeats + 1} prefills, {nbytes / len(copied) / 1e6:.2f} MB and "
+              f"{secs / len(copied) * 1e3:.3f} ms each (median {statistics.median(t for _, t in copied) * 1e3:.3f}), "
+              f"{nbytes / secs / 1e9:.2f} GB/s from the mapped read into the master")
     write_results(a.out, {"kv": a.kv, "tokens": a.tokens, "repeats": a.repeats, "rows": rows,
-                          "device": engine.gpu.description})
+                          "device": engine.gpu.description, "commits_ahead": [list(c) for c in copied]})
 
 
 if __name__ == "__main__":
