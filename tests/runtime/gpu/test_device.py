@@ -108,6 +108,36 @@ def test_a_queued_read_that_copies_when_asked_is_caught(gpu, monkeypatch):
     assert not _queued_read_is_of_then(gpu)
 
 
+def _gathered_read_is_of_then(gpu, spans: list[tuple[int, int]]) -> bool:
+    """Whether `read_gathered` gives `spans` of the buffer back to back, as they were when it was recorded."""
+    old, new = np.arange(64, dtype=np.uint32), np.arange(64, 128, dtype=np.uint32)
+    buf = gpu.upload(old)
+    pending = gpu.read_gathered(buf, spans)
+    gpu.write(buf, new)
+    want = b"".join(old.tobytes()[offset: offset + n] for offset, n in spans)
+    return pending.result(bytes) == want and gpu.read(buf, new.nbytes) == new.tobytes()
+
+
+@pytest.mark.parametrize("readback_max", [1 << 26, 64], ids=["kept buffers", "above READBACK_MAX"])
+@pytest.mark.parametrize("native", [True, False], ids=["native map", "read_soon's map"])
+def test_a_gathered_read_gives_its_ranges_back_to_back_as_they_were_when_it_was_recorded(gpu, monkeypatch,
+                                                                                         readback_max, native):
+    import bonsai.gpu.device as device
+
+    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    if not native:
+        monkeypatch.setattr(native_map, "available", lambda: False)
+    assert _gathered_read_is_of_then(gpu, [(4, 8), (64, 40), (104, 4), (200, 56)])
+    assert _gathered_read_is_of_then(gpu, [(0, 256)])
+
+
+def test_a_gathered_read_that_drops_a_range_is_caught(gpu, monkeypatch):
+    """Mutation: every range copied to the start of the readback buffer (each over the one before)."""
+    real = gpu._encode_copy
+    monkeypatch.setattr(gpu, "_encode_copy", lambda enc, src, so, dst, do, n: real(enc, src, so, dst, 0, n))
+    assert not _gathered_read_is_of_then(gpu, [(4, 8), (64, 40)])
+
+
 def test_a_queued_read_maps_without_wgpu_pys_poll_thread(gpu, monkeypatch):
     """Its buffer is mapped through wgpu-native (`native_map`), never by wgpu-py's map_async, whose poll thread
     holds back the submits recorded meanwhile; several in flight map in any order of asking."""
