@@ -212,7 +212,8 @@ def test_gpu_verbs_keep_the_native_contract_in_the_browser(checks):
     result = checks
     check = result["checks"]["verbs"]
     assert check["backend"] == "BrowserGpu" and check["ok"], result
-    assert set(check["items"]) >= {"write_read_offsets", "copy", "dispatch_ordering", "shader_errors_name_the_file"}
+    assert set(check["items"]) >= {"write_read_offsets", "copy", "gathered_read", "dispatch_ordering",
+                                  "shader_errors_name_the_file"}
 
 
 def test_without_wasm_unsafe_eval_the_page_says_so_instead_of_hanging(chromium_binary, extension_dir, tmp_path):

@@ -39,6 +39,14 @@ def _copy(gpu: Any) -> bool:
     return gpu.read(dst, 16, offset=8) == bytes(range(4, 20)) and gpu.read(dst, 8) == bytes(8)
 
 
+def _gathered_read(gpu: Any) -> bool:
+    """`read_gathered`: ranges of a buffer back to back (a q4res prompt's rows the host keeps), as recorded."""
+    buf = gpu.upload(bytes(range(64)))
+    pending = gpu.read_gathered(buf, [(4, 8), (32, 12), (60, 4)])
+    gpu.write(buf, bytes(64))
+    return pending.result(bytes) == bytes(range(4, 12)) + bytes(range(32, 44)) + bytes(range(60, 64))
+
+
 def _dispatch_ordering(gpu: Any) -> bool:
     """A write between two dispatches lands after the first and before the second, as recorded."""
     n = 100
@@ -91,6 +99,7 @@ CHECKS = {
     "write_read_offsets": _write_read_offsets,
     "odd_sizes_are_padded": _odd_sizes_are_padded,
     "copy": _copy,
+    "gathered_read": _gathered_read,
     "dispatch_ordering": _dispatch_ordering,
     "wait_and_count": _wait_and_count,
     "shader_errors_name_the_file": _shader_errors_name_the_file,
