@@ -8,6 +8,7 @@ import pytest
 
 from bonsai.engine.native import load_engine
 from bonsai.kv import KVError
+from tests.helpers.device_loss import clean_and_lost
 from tests.helpers.synthetic import write_tiny_gguf
 
 PROMPT = [5, 17, 42, 9, 33, 2]  # token ids of the tiny synthetic model (random weights, a real forward pass)
@@ -22,17 +23,7 @@ def tiny(tmp_path_factory):
 
 def test_destroyed_device_mid_generation_gives_the_same_tokens(tiny):
     engine = load_engine(tiny, kv="q4", window=8, progress=False)  # its own device: this test kills it
-    prompt = PROMPT
-    clean = engine.generate(prompt, max_tokens=8, stop_ids=set())  # random weights: no EOS stop
-    engine.reset()
-    first_gpu = engine.gpu
-
-    def lose_device(step):
-        if step == 3:
-            engine.gpu.device.destroy()
-
-    lost = engine.generate(prompt, max_tokens=8, on_step=lose_device, stop_ids=set())
-    assert engine.gpu is not first_gpu and len(lost.recoveries) == 1
+    clean, lost = clean_and_lost(engine, PROMPT, max_tokens=8, lose_at=3)
     assert lost.tokens == clean.tokens and len(clean.tokens) == 8
     print(f"recovery took {lost.recoveries[0]:.2f}s", file=sys.stderr)
 

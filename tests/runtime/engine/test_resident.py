@@ -13,6 +13,7 @@ from bonsai.gpu.backend import PendingRead
 from bonsai.kv.errors import KVError, NonFiniteKVError
 from bonsai.kv.handover import Handover
 from bonsai.kv.master import HostMaster
+from tests.helpers.device_loss import clean_and_lost
 from tests.helpers.synthetic import write_tiny_gguf
 
 TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256, tied=False)  # untied: varied ids
@@ -232,16 +233,7 @@ def test_device_loss_with_a_block_in_flight_gives_the_same_tokens(tmp_path):
     is lost too; both re-run on a new device from the host master, exact up to the block's start."""
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     eng = load_engine(path, kv="q4res", window=64, max_positions=128, progress=False, blocks_ahead=1)
-    clean = eng.generate(PROMPT, max_tokens=50, stop_ids=set())
-    eng.reset()
-    first_gpu = eng.gpu
-
-    def lose_device(step):
-        if step == 20:
-            eng.gpu.device.destroy()
-
-    lost = eng.generate(PROMPT, max_tokens=50, on_step=lose_device, stop_ids=set())
-    assert eng.gpu is not first_gpu and len(lost.recoveries) == 1
+    clean, lost = clean_and_lost(eng, PROMPT, max_tokens=50, lose_at=20)
     assert lost.tokens == clean.tokens and len(clean.tokens) == 50
 
 

@@ -133,6 +133,7 @@ def test_a_q4res_engine_that_loses_its_device_after_such_a_prompt_gives_the_same
     uninterrupted run did. (The residual's rows are held to the bit by the host-state tests above: a run that
     dropped five rows too many still recovered these tokens.)"""
     from bonsai.engine.native import load_engine
+    from tests.helpers.device_loss import clean_and_lost
     from tests.helpers.synthetic import write_tiny_gguf
 
     path = write_tiny_gguf(tmp_path / "t.gguf", "llama", weight_type="Q4_1", n_layers=2, dim=128, n_heads=2,
@@ -142,15 +143,6 @@ def test_a_q4res_engine_that_loses_its_device_after_such_a_prompt_gives_the_same
     gathered = []
     real = eng.gpu.read_gathered
     eng.gpu.read_gathered = lambda buf, spans: gathered.append(spans) or real(buf, spans)
-    clean = eng.generate(prompt, max_tokens=40, stop_ids=set())
+    clean, lost = clean_and_lost(eng, prompt, max_tokens=40, lose_at=12)
     assert gathered  # the prompt's batches left rows on the GPU
-    eng.reset()
-    first_gpu = eng.gpu
-
-    def lose_device(step):
-        if step == 12:
-            eng.gpu.device.destroy()
-
-    lost = eng.generate(prompt, max_tokens=40, on_step=lose_device, stop_ids=set())
-    assert eng.gpu is not first_gpu and len(lost.recoveries) == 1
     assert lost.tokens == clean.tokens and len(clean.tokens) == 40
