@@ -57,6 +57,7 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
 #   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
@@ -210,6 +211,15 @@ step_kernels() {
 }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
+gputests)
+  # bench/device_run.sh gputests TREE TEST... (carry .var: .var/pyt = `pip download pytest` wheels, TREE = a tree
+  # with runtime/, tests/ and pyproject.toml, e.g. .var/decwin = `git archive decwin runtime/bonsai bench tests
+  # pyproject.toml`): the named tests on this GPU (its kernels, not lavapipe's), no model needed
+  python3 -m pip install -q --no-index --no-deps --no-compile --target .site .var/pyt/*.whl || exit 1
+  T=$2; shift 2
+  (cd "$T" && PYTHONPATH=$OLDPWD/.site:$PWD/runtime:$PWD timeout 500 python3 -m pytest -q -o addopts="" \
+      -p no:cacheprovider "$@" 2>&1 | grep -vi warn | tail -40)
+  ;;
 final29)
   # bench/device_run.sh final29: llama.cpp pp512 at depth 0 twice (its first run in a machine's life read 12-13K
   # where the next read 44-47K: both printed), hf_table, llama.cpp pp512 at depth 0 again, eight_k
