@@ -94,11 +94,10 @@ def read_spans(entries: list[Entry], end: int) -> list[tuple[int, int]] | None:
 
 
 class AheadRead(NamedTuple):
-    """A read started by `Staging.read_ahead`: `entries`' rows from staging word `word` (`words` of them), then
-    their flags (the flag buffer's from `flag`), copied after the rows."""
+    """A read started by `Staging.read_ahead`: `entries`' rows as read back (`words` of them: each entry's
+    `kept_words`), then their flags (the flag buffer's from `flag`), copied after the rows."""
 
     entries: list[Entry]
-    word: int
     flag: int
     words: int
     read: PendingRead
@@ -212,7 +211,7 @@ class Staging:
         entries = self.pending[n_read:]
         flags = self._flags_after_rows(f0, self.used_words, self.used_flags)
         read = self._queue_read(entries, w0, (self.used_words - w0 + flags) * 4)
-        self._ahead.append(AheadRead(entries, w0, f0, sum(e.kept_words for e in entries), read))
+        self._ahead.append(AheadRead(entries, f0, sum(e.kept_words for e in entries), read))
         self._read = (len(self.pending), self.used_words, self.used_flags)
         return True
 
