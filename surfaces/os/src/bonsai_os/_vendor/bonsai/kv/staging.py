@@ -202,16 +202,19 @@ class Staging:
 
     def read_ahead(self) -> bool:
         """Start reading the rows booked since the last read began (their dispatches are recorded) while later
-        ones are recorded: their flags are copied after them in staging, and one `read_queued` brings both (its
-        copy is recorded now: the rows booked next overwrite those words only after it; it goes with the caller's
-        next submit). `readback` takes these reads first. False: nothing new to read (nothing recorded)."""
+        ones are recorded: their flags are copied after them in staging, and one read brings both (`read_queued`,
+        or `read_gathered` of the rows the host keeps; its copy is recorded now: the rows booked next overwrite
+        those words only after it; it goes with the caller's next submit). `readback` takes these reads first.
+        False: nothing new to read (nothing recorded)."""
         n_read, w0, f0 = self._read
         if len(self.pending) == n_read:
             return False
         entries = self.pending[n_read:]
         flags = self._flags_after_rows(f0, self.used_words, self.used_flags)
-        read = self._queue_read(entries, w0, (self.used_words - w0 + flags) * 4)
-        self._ahead.append(AheadRead(entries, f0, sum(e.kept_words for e in entries), read))
+        nbytes = (self.used_words - w0 + flags) * 4
+        spans = read_spans(entries, w0 * 4 + nbytes)
+        words = self.used_words - w0 if spans is None else sum(e.kept_words for e in entries)
+        self._ahead.append(AheadRead(entries, f0, words, self._queue_read(spans, w0, nbytes)))
         self._read = (len(self.pending), self.used_words, self.used_flags)
         return True
 
@@ -235,14 +238,15 @@ class Staging:
         last: PendingRead | None = None  # the read of the rows after the reads ahead, submitted before those are committed
         spans = None
         if pending:
-            words, flags = sum(e.kept_words for e in pending), self._flags_after_rows(f0, used_words, used_flags)
-            tail = (words + flags) * 4  # of the bytes read
+            flags = self._flags_after_rows(f0, used_words, used_flags)
             nbytes = (used_words - w0 + flags) * 4 + (round_up(also[1], 4) if also is not None else 0)  # of staging
             if also is not None:
                 self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
             spans = read_spans(pending, w0 * 4 + nbytes)
+            words = used_words - w0 if spans is None else sum(e.kept_words for e in pending)
+            tail = (words + flags) * 4  # of the bytes read
             if ahead and LAST_READ_FIRST:  # submitted now: the GPU runs the step's last layers during the commits
-                last = self._queue_read(pending, w0, nbytes)
+                last = self._queue_read(spans, w0, nbytes)
                 self.gpu.flush()
         for i, a in enumerate(ahead):
             try:
@@ -267,10 +271,9 @@ class Staging:
             return self.gpu.read_gathered(self.buffer, spans).result(take)
         return self.gpu.read_with(self.buffer, nbytes, take, w0 * 4)
 
-    def _queue_read(self, entries: list[Entry], w0: int, nbytes: int) -> PendingRead:
-        """`read_queued` of `nbytes` of staging from word w0 (`entries`' rows, then their flags and `also`), or
-        `read_gathered` of what of them the host takes."""
-        spans = read_spans(entries, w0 * 4 + nbytes)
+    def _queue_read(self, spans: list[tuple[int, int]] | None, w0: int, nbytes: int) -> PendingRead:
+        """`read_queued` of `nbytes` of staging from word w0 (rows, then their flags and `also`), or (`read_spans`
+        found rows the host drops) `read_gathered` of `spans`."""
         if spans is None:
             return self.gpu.read_queued(self.buffer, nbytes, w0 * 4)
         return self.gpu.read_gathered(self.buffer, spans)
@@ -297,7 +300,9 @@ class Staging:
         GPU (`Handover.park`); staging is empty afterwards."""
         if self._ahead:
             raise KVError("staging: rows are being read ahead (a batch's); sync the host before parking a step")
-        pending, used = [e._replace(skip=0) for e in self.pending], (self.used_words, self.used_flags)  # all parked
+        pending, used = self.pending, (self.used_words, self.used_flags)
+        if any(e.skip for e in pending):  # parked steps are read whole (a decode step's entries have no skip)
+            pending = [e._replace(skip=0) for e in pending]
         self.pending, self.used_words, self.used_flags = [], 0, 0
         return pending, *used
 
