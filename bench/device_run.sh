@@ -57,6 +57,8 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh s30         # session 30: decwin's tests on the GPU and its long forced decoding (carry .var)
+#   bench/device_run.sh s30b        # session 30: prompt step timeline (f32, q4res), decwin's prefill_ab, llama.cpp pp512
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
@@ -209,16 +211,58 @@ step_kernels() {
     done
   done
 }
+# long_forced PYTHONPATH: issue 16's long forced decoding (1,100 tokens, batched steps then one-token steps) against
+# the numpy reference on this GPU's kernels, the runtime on PYTHONPATH (long, s30)
+long_forced() {
+  PYTHONPATH=$1 timeout 400 python3 - "$M" <<'PY' 2>&1 | grep -vi warn
+import sys
+from bonsai.diagnostics import long_forced as lf
+from bonsai.diagnostics.numpy_cache import NumpyKVCache
+from bonsai.engine.native import load_engine
+from bonsai.reference import ReferenceModel
+engine = load_engine(sys.argv[1], max_positions=lf.TOKENS, cache_factory=NumpyKVCache, progress=False)
+print(engine.gpu.description, "CPU kernels:", engine.gpu.is_cpu)
+check = lf.LongForced(engine, ReferenceModel(sys.argv[1]), lf.long_text_ids(engine.tokenizer))
+for kv, window in (("f32", 2048), ("q4res", 2048), ("f32", lf.split_window(lf.TOKENS))):
+    r = check.check(kv, window)
+    print("ok    " if r.ok else "FAILED", r.describe())
+PY
+}
+# gpu_tests TREE TEST...: pytest on this GPU for TREE's tests (gputests, s30)
+gpu_tests() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --target .site .var/pyt/*.whl || return 1
+  T=$1; shift
+  (cd "$T" && PYTHONPATH=$OLDPWD/.site:$PWD/runtime:$PWD timeout 300 python3 -m pytest -q -o addopts="" \
+      -p no:cacheprovider "$@" 2>&1 | grep -vi warn | tail -40)
+}
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 gputests)
   # bench/device_run.sh gputests TREE TEST... (carry .var: .var/pyt = `pip download pytest` wheels, TREE = a tree
   # with runtime/, tests/ and pyproject.toml, e.g. .var/decwin = `git archive decwin runtime/bonsai bench tests
   # pyproject.toml`): the named tests on this GPU (its kernels, not lavapipe's), no model needed
-  python3 -m pip install -q --no-index --no-deps --no-compile --target .site .var/pyt/*.whl || exit 1
-  T=$2; shift 2
-  (cd "$T" && PYTHONPATH=$OLDPWD/.site:$PWD/runtime:$PWD timeout 500 python3 -m pytest -q -o addopts="" \
-      -p no:cacheprovider "$@" 2>&1 | grep -vi warn | tail -40)
+  shift; gpu_tests "$@"
+  ;;
+s30)
+  # bench/device_run.sh s30 (after `part part00`; carry .whl .gl .ll .model/part01 .var with .var/decwin, .var/pyt):
+  # branch decwin's decoded-window tests on this GPU, then its long forced decoding against the numpy reference
+  gpu_tests .var/decwin tests/runtime/kv/attention/test_decode_window.py tests/runtime/kv/attention/test_fold_lanes.py \
+      tests/runtime/kv/attention/test_blocks_variant.py
+  M=$(model_and_peer)
+  long_forced "$PWD/.site:$PWD/.var/decwin/runtime"
+  ;;
+s30b)
+  # bench/device_run.sh s30b (as s30, right after it): a 512-token prompt step's host events (f32, q4res; this tree),
+  # decwin's prefill_ab decode-batches (q4res), llama.cpp pp512 at depth 0 twice
+  M=$(model_and_peer)
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
+        2>&1 | grep -E "^\||tok/s|ms from"
+  done
+  D=.var/decwin
+  PYTHONPATH=$PWD/.site:$PWD/$D/runtime timeout 150 python3 $D/bench/prefill_ab.py --switch decode-batches \
+      --model $M --kv q4res --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
+  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"; done
   ;;
 final29)
   # bench/device_run.sh final29: llama.cpp pp512 at depth 0 twice (its first run in a machine's life read 12-13K
@@ -1052,22 +1096,9 @@ s20q)
   done
   ;;
 long)
-  # bench/device_run.sh long (after the three part calls; carry .whl .gl .ll): issue 16's long forced decoding (1,100
-  # tokens, batched steps then one-token steps) against the numpy reference on this GPU's kernels
+  # bench/device_run.sh long (after the part calls; carry .whl .gl .ll): long_forced on this tree
   M=$(model_and_peer)
-  PYTHONPATH=$AFTER python3 - "$M" <<'PY' 2>&1 | grep -vi warn
-import sys
-from bonsai.diagnostics import long_forced as lf
-from bonsai.diagnostics.numpy_cache import NumpyKVCache
-from bonsai.engine.native import load_engine
-from bonsai.reference import ReferenceModel
-engine = load_engine(sys.argv[1], max_positions=lf.TOKENS, cache_factory=NumpyKVCache, progress=False)
-print(engine.gpu.description, "CPU kernels:", engine.gpu.is_cpu)
-check = lf.LongForced(engine, ReferenceModel(sys.argv[1]), lf.long_text_ids(engine.tokenizer))
-for kv, window in (("f32", 2048), ("q4res", 2048), ("f32", lf.split_window(lf.TOKENS))):
-    r = check.check(kv, window)
-    print("ok    " if r.ok else "FAILED", r.describe())
-PY
+  long_forced "$AFTER"
   ;;
 part)
   # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
