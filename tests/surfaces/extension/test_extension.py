@@ -160,9 +160,13 @@ def test_the_engine_in_the_browser_recovers_from_device_loss_with_the_same_token
     assert check["recoveries"] == 1 and check["tokens"] == native_greedy[1].tokens, check
 
 
-# 35 tokens: the prompt is one batch of the GPU's tiled matmul (32 tokens or more) and spans two blocks of attention
+# 68 tokens: the prompt is one batch of the GPU's tiled matmul (32 tokens or more), spans two blocks of attention and
+# completes q4res's first 64-position group, so the batch's read gathers only the rows after it (`read_gathered`: the
+# group's f32 rows stay on the GPU) and the decode steps fold that group's codes
 GPU_PROMPT = ("The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined "
-              "movable metal type, oil-based ink and a wooden screw press. The capital of France is")
+              "movable metal type, oil-based ink and a wooden screw press. Within fifty years printers worked in more "
+              "than two hundred cities, books grew cheaper, and scholars, merchants and reformers could share their "
+              "ideas across Europe faster than ever before. The capital of France is")
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +178,9 @@ def native_gpu_kernels_greedy():
 
     gpu = Gpu.create()  # a device of its own: the session's `gpu` keeps the CPU kernels
     gpu.cpu_kernels = False
-    engine = load_engine(None, gpu=gpu, kv="q4res", progress=False, max_positions=64)
+    engine = load_engine(None, gpu=gpu, kv="q4res", progress=False, max_positions=128)
     prompt_ids = engine.tokenizer.encode(GPU_PROMPT)
+    assert len(prompt_ids) > 64, "the prompt must complete a q4res group"
     return prompt_ids, engine.generate(prompt_ids, max_tokens=N_TOKENS, sampling=Sampling()).tokens
 
 
