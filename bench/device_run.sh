@@ -57,8 +57,8 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
-#   bench/device_run.sh s30         # session 30: decwin's tests on the GPU and its long forced decoding (carry .var)
-#   bench/device_run.sh s30b        # session 30: prompt step timeline (f32, q4res), decwin's prefill_ab, llama.cpp pp512
+#   bench/device_run.sh s30         # session 30: decwin's long forced decoding (carry .var), prompt step timeline (f32, q4res)
+#   bench/device_run.sh s30b        # session 30: as s30's timeline, decwin's prefill_ab, llama.cpp pp512
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
@@ -244,12 +244,14 @@ gputests)
   shift; gpu_tests "$@"
   ;;
 s30)
-  # bench/device_run.sh s30 (after `part part00`; carry .whl .gl .ll .model/part01 .var with .var/decwin, .var/pyt):
-  # branch decwin's decoded-window tests on this GPU, then its long forced decoding against the numpy reference
-  gpu_tests .var/decwin tests/runtime/kv/attention/test_decode_window.py tests/runtime/kv/attention/test_fold_lanes.py \
-      tests/runtime/kv/attention/test_blocks_variant.py
+  # bench/device_run.sh s30 (after `part part00`; carry .whl .gl .ll .model/part01 .var with .var/decwin): branch
+  # decwin's long forced decoding against the numpy reference, then a 512-token prompt step's host events (f32, q4res)
   M=$(model_and_peer)
   long_forced "$PWD/.site:$PWD/.var/decwin/runtime"
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 100 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
+        2>&1 | grep -E "^\||tok/s|ms from"
+  done
   ;;
 s30b)
   # bench/device_run.sh s30b (as s30, right after it): a 512-token prompt step's host events (f32, q4res; this tree),
