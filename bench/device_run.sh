@@ -61,6 +61,7 @@
 #   bench/device_run.sh s30b        # session 30: as s30's timeline, decwin's prefill_ab, llama.cpp pp512
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
+#   bench/device_run.sh s28 [R]     # session 28: q4res batches decoded or not (prefill_ab), prompt step by kernel, rows27, llama.cpp pp512 d0
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
 #   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
 #   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
@@ -290,6 +291,20 @@ s29)
         --out "$OUT/prefill_this_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/this $kv: /"
   done
   timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  ;;
+s28)
+  # bench/device_run.sh s28 [LLAMA_REPS] (as s27; .before = session 26's head): prefill_ab decode-batches (q4res, 512 and
+  # 2,048 tokens, off / on in one process), a 512-token prompt step by kernel (this tree, q4res, f32), rows27
+  # (prefill main / this, llama.cpp pp512 / tg128 at depth 1024, decode), llama.cpp pp512 at depth 0
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 240 python3 bench/prefill_ab.py --switch decode-batches --model $M --kv q4res \
+      --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
+  for kv in q4res f32; do
+    PYTHONPATH=$AFTER timeout 150 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 30 \
+        --out "$OUT/probe_$kv.json" 2>&1 | grep -E "blocks.wgsl|decode_window|merge_blocks|whole step" | cut -c1-150 | sed "s/^/$kv: /"
+  done
+  rows27 "${2:-3}"
+  timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r "${2:-3}" -dev Vulkan0 2>&1 | grep -E "pp512"
   ;;
 s27c)
   # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;

@@ -3,7 +3,8 @@
 Switches: `read-ahead` (a prompt step reads its first layers' rows ahead, `GpuModel.read_ahead`), `split-k` (the
 tiled matmul splits K of products with few tiles, `tiled.SPLIT_GROUPS`), `submit-every-layer` (a prompt step submits
 after every layer, not every `forward.BATCH_SUBMIT_EVERY`), `lane-fold` (a batch's attention folds four tokens a
-workgroup, `attention.driver.LANE_FOLD`), `last-read-first` (a sync after reads ahead submits the read of the rest
+workgroup, `attention.driver.LANE_FOLD`), `decode-batches` (a q4res batch's windows decoded to f32 rows before the fold,
+`attention.driver.DECODE_BATCHES`), `last-read-first` (a sync after reads ahead submits the read of the rest
 before committing them, `kv.staging.LAST_READ_FIRST`), `drop-rows` (a q4res batch reads back only the f32 rows the
 host keeps, `kv.append.DROP_QUANTISED_ROWS`). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
@@ -41,6 +42,8 @@ def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
         append.DROP_QUANTISED_ROWS = on
     elif switch == "lane-fold":
         attention.LANE_FOLD = on
+    elif switch == "decode-batches":
+        attention.DECODE_BATCHES = on
     elif switch == "submit-every-layer":
         engine.model.batch_submit_every = 1 if on else BATCH_SUBMIT_EVERY
     else:
@@ -69,8 +72,8 @@ def last_logits(engine, ids: list[int], switch: str, on: bool, split_groups: int
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "last-read-first",
-                                           "drop-rows"), default="read-ahead")
+    p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "decode-batches",
+                                           "last-read-first", "drop-rows"), default="read-ahead")
     p.add_argument("--split-groups", type=int, default=None,
                    help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
     p.add_argument("--model", default=None)

@@ -62,7 +62,8 @@ def test_batches_take_fold_lanes_and_decode_steps_do_not(gpu, monkeypatch):
 # in), and q4res with the runtime's 64-position blocks (K's grouped codes decoded once, V's codes four to a word, the
 # f32 residual); 6 tokens: a tile of four and one of two.
 F32 = dict(cases=matrix(40, modes=("f32",), head_dims=(64,), prefill=6), windows=[40, 11], block=8)
-GROUPED = dict(cases=matrix(150, modes=("q4res",), head_dims=(64,), prefill=6), windows=[150, 65], block=64)
+# GROUPED folds the codes themselves (DECODE_BATCHES off; test_decode_window.py has the decoded windows' mutants).
+GROUPED = dict(cases=matrix(150, modes=("q4res",), head_dims=(64,), prefill=6), windows=[150, 65], block=64, decode=False)
 
 
 @pytest.mark.parametrize(("where", "old", "new"), [
@@ -87,6 +88,7 @@ GROUPED = dict(cases=matrix(150, modes=("q4res",), head_dims=(64,), prefill=6), 
         "f32 V's four values from the next row's vector"])
 def test_a_wrong_lane_fold_is_caught(gpu, monkeypatch, where, old, new):
     monkeypatch.setattr(attention, "BLOCK", where["block"])
+    monkeypatch.setattr(attention, "DECODE_BATCHES", where.get("decode", True))
     assert all(r.ok for r in run_matrix(gpu, where["cases"], where["windows"], variant="blocks"))
     patch_shader(monkeypatch, gpu, "blocks.wgsl", old, new)
     results = run_matrix(gpu, where["cases"], where["windows"], variant="blocks")

@@ -43,6 +43,11 @@ FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
 # `main`, one (token, head) a workgroup, which one-token calls keep (read at each call: bench/prefill_ab.py's switch).
 LANE_FOLD = True
 LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
+# Batches of a mode whose main kernel folds the f32 residual too (`combines`: q4res) decode each window to f32 rows
+# once (decode_window.wgsl) and fold those with f32's fold_lanes: the same values summed in the same order, so the same
+# bits, without decoding every row once per tile of four tokens in a kernel that carries the codes' paths too (read at
+# each call).
+DECODE_BATCHES = True
 # Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
 # workgroups return at once, and a step's tape replays until its window outgrows them, so decoding
 # re-records a step every FOLD_PAD blocks instead of every block (~4 ms of Python on the H200 each).
@@ -130,6 +135,15 @@ class Attention:
         self.lanes: tuple[Any, Any] | None = None
         if self.variant == "blocks" and head_dim % LANE_TOKENS == 0:
             self.lanes = self._fold_pair("fold_lanes")
+        # batches of a combining mode: each window's rows decoded to f32 before the fold (DECODE_BATCHES)
+        self.decode = None
+        if self.lanes is not None and self.combines:
+            mu = self.mutations
+            self.decode = gpu.kernel(__package__, "decode_window.wgsl", **decode_constants(m.kf, m.vf, head_dim),
+                                     MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo,
+                                     MUT_CAUSAL=mu.causal_plus_one)
+            self.decoded_fold = self._fold_kernel(FORMATS["f32"], FORMATS["f32"], entry="fold_lanes")
+            self._decoded: Any = None  # the decoded rows of the window being folded (`_decoded_for`)
         if self.variant == "blocks":
             self.merge = self._fold_kernel(m.kf, m.vf, "merge_blocks.wgsl")
             self._part: Any = None  # the window's block folds, then counters at its end (block_state.wgsl)
@@ -279,12 +293,13 @@ class Attention:
             return self.step.get(("attention", self.n_heads), pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
         return self.params.get(pos_base, n_q, self.n_heads, self.n_kv, scale, 0, 0, 0)
 
-    def window_params(self, win: Window, first: bool, index: int | None = None, last: bool = False) -> Any:
-        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`; `last`:
-        the call's last window, whose merge writes the output in the blocks variant)."""
+    def window_params(self, win: Window, first: bool, index: int | None = None, last: bool = False,
+                      role: str = "window") -> Any:
+        """The (cached) descriptor buffer of one window (`index`: its place in the call, with `step`, under `role`;
+        `last`: the call's last window, whose merge writes the output in the blocks variant)."""
         flags = int(first) | (2 if last and self.variant == "blocks" else 0)
         if self.step is not None and index is not None:
-            return self.step.get(("window", index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
+            return self.step.get((role, index), win.start, win.end, win.buf_base, win.k_off, win.v_off,
                                  flags, win.res_start, win.res_v_off)
         return self.params.get(win.start, win.end, win.buf_base, win.k_off, win.v_off, flags, win.res_start,
                                win.res_v_off)
@@ -295,6 +310,8 @@ class Attention:
         out = self.pieces(windows, n_q)
         for i, win in enumerate(out):
             self.window_params(win, i == 0, i, i == len(out) - 1)
+            if self._decodes(win, n_q):
+                self.window_params(self._decoded_view(win), i == 0, i, i == len(out) - 1, "decoded window")
         self.call_params(pos_base, n_q)
         return out
 
@@ -333,6 +350,14 @@ class Attention:
         part = self._part_for(n, blocks)
         if out is None:
             raise KVError("blocks attention: fold_window needs the output buffer (the last merge writes it)")
+        if self._decodes(win, n_q):  # the window as f32 rows, folded by f32's kernel (DECODE_BATCHES)
+            decoded = self._decoded_for(win)
+            count = (win.end - win.start) * self.n_kv * self.head_dim // 4
+            self.gpu.dispatch(self.decode, [params, wp, win.k, win.v, win.k if win.res is None else win.res, decoded],
+                              grid(workgroups(count)))
+            win = self._decoded_view(win, decoded)
+            wp = self.window_params(win, first, index, last, "decoded window")
+            fold = self.decoded_fold
         # bound as `rc`: the residual rows (RESIDUAL kernels), else V's rows as vectors (fold_lanes' f32 V loads)
         rows = win.v if win.res is None else win.res
         # win.k is bound twice: as words (`kc`) and as 16-byte vectors (`kc4`, f32 K's loads)
@@ -342,6 +367,26 @@ class Attention:
             return
         self.gpu.dispatch(fold, bound, (blocks, -(-n_q // LANE_TOKENS) * self.n_heads if lanes else n))
         self.gpu.dispatch(self.merge, [params, wp, state, part, out], grid(n))
+
+    def _decodes(self, win: Window, n_q: int) -> bool:
+        """Whether window `win` of a call of n_q query tokens is decoded to f32 rows before its fold (DECODE_BATCHES):
+        batches folded by fold_lanes in a combining mode, where the window holds quantised positions."""
+        return (DECODE_BATCHES and LANE_FOLD and n_q > 1 and self.decode is not None
+                and not win.residual and win.res_start > win.start)
+
+    def _decoded_view(self, win: Window, rows: Any = None) -> Window:
+        """Window `win` decoded into `rows` as f32 rows (decode_window.wgsl's layout: position start at row 0, K rows,
+        then V rows from word (end - start) * n_kv * head_dim), as f32's fold reads it."""
+        return Window(rows, rows, win.start, win.end, buf_base=win.start,
+                      v_off=(win.end - win.start) * self.n_kv * self.head_dim)
+
+    def _decoded_for(self, win: Window) -> Any:
+        """The buffer the decode of window `win` writes and its fold reads: one kept for all windows (a dispatch's
+        writes wait for the fold before it), a new one where a window needs more room (a taped step keeps the old)."""
+        nbytes = 2 * (win.end - win.start) * self.n_kv * self.head_dim * 4
+        if self._decoded is None or int(self._decoded.size) < nbytes:
+            self._decoded = self.gpu.buffer(nbytes)
+        return self._decoded
 
     def _part_for(self, n: int, blocks: int) -> Any:
         """The buffer of a window's block folds for n (token, head)s: folds from word 0, one counter per (token,
