@@ -62,6 +62,7 @@
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s28 [R]     # session 28: q4res batches decoded or not (prefill_ab), prompt step by kernel, rows27, llama.cpp pp512 d0
+#   bench/device_run.sh s28b        # session 28: s28 without the decode rows and llama.cpp at depth 1024
 #   bench/device_run.sh s27c        # session 27: s27b's prefill (main / this), llama.cpp and decode rows only
 #   bench/device_run.sh s27b        # session 27: main / this / .var/v4v by kernel (decode 1K, prompt 512), prefill, llama.cpp, decode
 #   bench/device_run.sh s27 N [KV...] # session 27: decode (1K) and prompt (512) steps' folds by tree: main, this, each .var/NAME
@@ -305,6 +306,17 @@ s28)
   done
   rows27 "${2:-3}"
   timeout 100 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r "${2:-3}" -dev Vulkan0 2>&1 | grep -E "pp512"
+  ;;
+s28b)
+  # bench/device_run.sh s28b (as s28, shorter): prefill_ab decode-batches (q4res), a q4res prompt step by kernel,
+  # prefill23 1 (main / this), llama.cpp pp512 at depth 0 (-r 3)
+  M=$(model_and_peer)
+  PYTHONPATH=$AFTER timeout 200 python3 bench/prefill_ab.py --switch decode-batches --model $M --kv q4res \
+      --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
+  PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 30 \
+      --out "$OUT/probe_q4res.json" 2>&1 | grep -E "blocks.wgsl|decode_window|merge_blocks|whole step" | cut -c1-150
+  prefill23 1
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
   ;;
 s27c)
   # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;
