@@ -44,9 +44,12 @@ FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
 LANE_FOLD = True
 LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
 # Batches of a mode whose main kernel folds the f32 residual too (`combines`: q4res) decode each window to f32 rows
-# once (decode_window.wgsl) and fold those with f32's fold_lanes: the same values summed in the same order, so the same
-# bits, without decoding every row once per tile of four tokens in a kernel that carries the codes' paths too (read at
-# each call).
+# once (decode_window.wgsl) and fold those with f32's fold_lanes: the same values summed in the same order, without
+# decoding every row once per tile of four tokens in a kernel that carries the codes' paths too (read at each call).
+# The same bits as folding the codes where the driver rounds k_elem's multiply-add alike in both kernels (lavapipe, CI's
+# tests); NVIDIA's compiler does not (its logits of a 512-token prompt differed by up to 3.7, each path deterministic),
+# and the GPU's forced decoding still equals the numpy reference (bench/NOTES.md sessions 29-30). 1.07x a 512-token q4res
+# prompt on the H100, 1.17x at 2,048.
 DECODE_BATCHES = True
 # Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
 # workgroups return at once, and a step's tape replays until its window outgrows them, so decoding
