@@ -57,8 +57,8 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
-#   bench/device_run.sh s30         # session 30: decwin's long forced decoding (carry .var), prompt step timeline (f32, q4res)
-#   bench/device_run.sh s30b        # session 30: as s30's timeline, decwin's prefill_ab, llama.cpp pp512
+#   bench/device_run.sh s30 [TREE]  # session 30: TREE's long forced decoding (carry .var), prompt step timeline (f32, q4res)
+#   bench/device_run.sh s30b        # session 30: as s30's timeline, prefill_ab decode-batches, llama.cpp pp512
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
 #   bench/device_run.sh s29         # session 29: prefill_ab drop-rows and (.var/decwin) decode-batches, q4res; prefill; llama.cpp pp512
 #   bench/device_run.sh s28 [R]     # session 28: q4res batches decoded or not (prefill_ab), prompt step by kernel, rows27, llama.cpp pp512 d0
@@ -213,6 +213,13 @@ step_kernels() {
     done
   done
 }
+# prompt_timelines: when a 512-token prompt step's host work happens (prefill_timeline.py), f32 and q4res (tl25, s30, s30b)
+prompt_timelines() {
+  for kv in f32 q4res; do
+    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
+        2>&1 | grep -E "^\||tok/s|ms from"
+  done
+}
 # long_forced PYTHONPATH: issue 16's long forced decoding (1,100 tokens, batched steps then one-token steps) against
 # the numpy reference on this GPU's kernels, the runtime on PYTHONPATH (long, s30)
 long_forced() {
@@ -246,26 +253,19 @@ gputests)
   shift; gpu_tests "$@"
   ;;
 s30)
-  # bench/device_run.sh s30 (after `part part00`; carry .whl .gl .ll .model/part01 .var with .var/decwin): branch
-  # decwin's long forced decoding against the numpy reference, then a 512-token prompt step's host events (f32, q4res)
+  # bench/device_run.sh s30 [TREE] (after `part part00`; carry .whl .gl .ll .model/part01 .var): TREE's (.var/decwin,
+  # the branch before its merge) long forced decoding against the numpy reference, then prompt_timelines of this tree
   M=$(model_and_peer)
-  long_forced "$PWD/.site:$PWD/.var/decwin/runtime"
-  for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 100 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
-        2>&1 | grep -E "^\||tok/s|ms from"
-  done
+  long_forced "$PWD/.site:$PWD/${2:-.var/decwin}/runtime"
+  prompt_timelines
   ;;
 s30b)
-  # bench/device_run.sh s30b (as s30, right after it): a 512-token prompt step's host events (f32, q4res; this tree),
-  # decwin's prefill_ab decode-batches (q4res), llama.cpp pp512 at depth 0 twice
+  # bench/device_run.sh s30b (as s30, right after it): prompt_timelines, prefill_ab decode-batches (q4res), llama.cpp
+  # pp512 at depth 0 twice
   M=$(model_and_peer)
-  for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
-        2>&1 | grep -E "^\||tok/s|ms from"
-  done
-  D=.var/decwin
-  PYTHONPATH=$PWD/.site:$PWD/$D/runtime timeout 150 python3 $D/bench/prefill_ab.py --switch decode-batches \
-      --model $M --kv q4res --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
+  prompt_timelines
+  PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch decode-batches --model $M --kv q4res \
+      --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
   for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"; done
   ;;
 final29)
@@ -393,10 +393,7 @@ lr25)
 tl25)
   # bench/device_run.sh tl25 (as s25): when a 512-token prompt step's host work happens (prefill_timeline.py), f32, q4res
   M=$(model_and_peer)
-  for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_timeline.py --model $M --kv $kv --out "$OUT/timeline_$kv.json" \
-        2>&1 | grep -E "^\||tok/s|ms from"
-  done
+  prompt_timelines
   ;;
 final26)
   # bench/device_run.sh final26 [ROUNDS] (as s26; .before = the session's start): a 512-token prompt step by kind, main /
