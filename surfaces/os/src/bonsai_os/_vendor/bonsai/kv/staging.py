@@ -212,8 +212,7 @@ class Staging:
         entries = self.pending[n_read:]
         flags = self._flags_after_rows(f0, self.used_words, self.used_flags)
         nbytes = (self.used_words - w0 + flags) * 4
-        spans = read_spans(entries, w0 * 4 + nbytes)
-        words = self.used_words - w0 if spans is None else sum(e.kept_words for e in entries)
+        spans, words = self._read_extent(entries, w0, self.used_words, nbytes)
         self._ahead.append(AheadRead(entries, f0, words, self._queue_read(spans, w0, nbytes)))
         self._read = (len(self.pending), self.used_words, self.used_flags)
         return True
@@ -242,8 +241,7 @@ class Staging:
             nbytes = (used_words - w0 + flags) * 4 + (round_up(also[1], 4) if also is not None else 0)  # of staging
             if also is not None:
                 self.gpu.copy(also[0], 0, self.buffer, used_words * 4 + flags * 4, round_up(also[1], 4))
-            spans = read_spans(pending, w0 * 4 + nbytes)
-            words = used_words - w0 if spans is None else sum(e.kept_words for e in pending)
+            spans, words = self._read_extent(pending, w0, used_words, nbytes)
             tail = (words + flags) * 4  # of the bytes read
             if ahead and LAST_READ_FIRST:  # submitted now: the GPU runs the step's last layers during the commits
                 last = self._queue_read(spans, w0, nbytes)
@@ -270,6 +268,14 @@ class Staging:
         if spans is not None:
             return self.gpu.read_gathered(self.buffer, spans).result(take)
         return self.gpu.read_with(self.buffer, nbytes, take, w0 * 4)
+
+    @staticmethod
+    def _read_extent(entries: list[Entry], w0: int, used_words: int, nbytes: int) -> tuple[list[tuple[int, int]] | None, int]:
+        """(`read_spans`, words of rows read back) of a read of `entries`, booked from word w0 up to used_words, and
+        the `nbytes` of staging after w0 it covers (their flags and `also` too): all the words where nothing is
+        dropped, else each entry's `kept_words`."""
+        spans = read_spans(entries, w0 * 4 + nbytes)
+        return spans, used_words - w0 if spans is None else sum(e.kept_words for e in entries)
 
     def _queue_read(self, spans: list[tuple[int, int]] | None, w0: int, nbytes: int) -> PendingRead:
         """`read_queued` of `nbytes` of staging from word w0 (rows, then their flags and `also`), or (`read_spans`

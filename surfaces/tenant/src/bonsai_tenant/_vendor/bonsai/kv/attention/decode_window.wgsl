@@ -5,8 +5,8 @@
 // every fold reads from the codes: fold_lanes' codes4 and dq, fold.wgsl's pos_v); residual positions (from w.w0 on)
 // are copied from `rc`. f32's fold_lanes then folds the window from these rows (its descriptor: buf_base = w.start):
 // the same values summed in the same order (the codes' bits on lavapipe; NVIDIA's compiler contracts k_elem's
-// multiply-add differently in the two kernels: driver.py's DECODE_BATCHES), but each row decoded once instead of once for every
-// workgroup of four query tokens that reads it (a 512-token prompt: 128 tiles x the query heads of a KV head), and a
+// multiply-add differently in the two kernels: driver.py's DECODE_BATCHES), but each row decoded once instead of
+// once for every workgroup of four query tokens that reads it (a 512-token prompt: 128 tiles x the query heads of a KV head), and a
 // fold kernel without the codes' paths (on the H100 the q4res kernel folding residual rows only ran at its codes'
 // speed, 93 us a layer against f32's 73, bench/NOTES.md session 28). One invocation per (row, KV head, four
 // dimensions).

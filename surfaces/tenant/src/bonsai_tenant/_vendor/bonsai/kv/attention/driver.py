@@ -141,10 +141,8 @@ class Attention:
         # batches of a combining mode: each window's rows decoded to f32 before the fold (DECODE_BATCHES)
         self.decode = None
         if self.lanes is not None and self.combines:
-            mu = self.mutations
             self.decode = gpu.kernel(__package__, "decode_window.wgsl", **decode_constants(m.kf, m.vf, head_dim),
-                                     MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo,
-                                     MUT_CAUSAL=mu.causal_plus_one)
+                                     **self._mutation_constants())
             self.decoded_fold = self._fold_kernel(FORMATS["f32"], FORMATS["f32"], entry="fold_lanes")
             self._decoded: Any = None  # the decoded rows of the window being folded (`_decoded_for`)
         if self.variant == "blocks":
@@ -178,7 +176,6 @@ class Attention:
 
     def _fold_kernel(self, kf: Any, vf: Any, filename: str | None = None, residual: bool = False,
                      entry: str = "main") -> Any:
-        mu = self.mutations
         if self.variant == "serial" and not {kf.bits, vf.bits} <= {4, 8, 32}:  # serial.wgsl: K_STEP, V_STEP
             raise KVError(f"serial attention decodes 4-, 8- or 32-bit rows, not {kf.name}/{vf.name}")
         consts = decode_constants(kf, vf, self.head_dim)
@@ -187,10 +184,13 @@ class Attention:
             if filename is None:
                 consts["RESIDUAL"] = residual
                 consts["Q_TILE"] = LANE_TOKENS if entry == "fold_lanes" else 1
-        return self.gpu.kernel(
-            __package__, filename or VARIANTS[self.variant], entry, FOLDS=self.folds, **consts,
-            MUT_NORMALISE=mu.normalise_each_window, MUT_GQA=mu.gqa_modulo, MUT_CAUSAL=mu.causal_plus_one,
-        )
+        return self.gpu.kernel(__package__, filename or VARIANTS[self.variant], entry, FOLDS=self.folds, **consts,
+                               **self._mutation_constants())
+
+    def _mutation_constants(self) -> dict[str, bool]:
+        """The MUT_ template constants (row_format.wgsl) of this instance's injected bugs."""
+        mu = self.mutations
+        return {"MUT_NORMALISE": mu.normalise_each_window, "MUT_GQA": mu.gqa_modulo, "MUT_CAUSAL": mu.causal_plus_one}
 
     def fold_shape(self, win: Window, n_q: int = 1) -> int:
         """What of window `win` sizes its fold dispatches for n_q query tokens (beyond n_q): blocks -> the
@@ -340,7 +340,7 @@ class Attention:
         params, wp = self.call_params(pos_base, n_q), self.window_params(win, first, index, last)
         n = n_q * self.n_heads
         fused = self._fused_for(n_q)
-        lanes = self.lanes if LANE_FOLD and n_q > 1 else None
+        lanes = self._lanes_for(n_q)
         fold = (fused or lanes or (self.fold, self.fold_residual))[1 if win.residual else 0]
         if self.variant == "serial":  # one invocation per (token, head); K and V through word textures
             kt, vt = self._texture(win.k), self._texture(win.v)
@@ -371,10 +371,14 @@ class Attention:
         self.gpu.dispatch(fold, bound, (blocks, -(-n_q // LANE_TOKENS) * self.n_heads if lanes else n))
         self.gpu.dispatch(self.merge, [params, wp, state, part, out], grid(n))
 
+    def _lanes_for(self, n_q: int) -> tuple[Any, Any] | None:
+        """The fold_lanes kernels a call of n_q query tokens folds with (LANE_FOLD: batches), else None."""
+        return self.lanes if LANE_FOLD and n_q > 1 else None
+
     def _decodes(self, win: Window, n_q: int) -> bool:
         """Whether window `win` of a call of n_q query tokens is decoded to f32 rows before its fold (DECODE_BATCHES):
         batches folded by fold_lanes in a combining mode, where the window holds quantised positions."""
-        return (DECODE_BATCHES and LANE_FOLD and n_q > 1 and self.decode is not None
+        return (DECODE_BATCHES and self.decode is not None and self._lanes_for(n_q) is not None
                 and not win.residual and win.res_start > win.start)
 
     def _decoded_view(self, win: Window, rows: Any = None) -> Window:
