@@ -57,6 +57,10 @@
 #   bench/device_run.sh lr25 [N]    # session 25: the rest's read submitted first or not: prefill_ab, timeline, prefill23
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
+#   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
+#   bench/device_run.sh ab31 [L...]  # session 31: prefill_ab submit-every L layers (q4res, f32), llama.cpp pp512 d0
+#   bench/device_run.sh s31v [N]    # session 31: prefill 512 of this tree and each .var/NAME (q4res, f32), N rounds, llama.cpp pp512 d0
+#   bench/device_run.sh s31 [KERNELS] # session 31: prefill 512 with each tile choice (q4res, f32), llama.cpp pp512 d0
 #   bench/device_run.sh s30 [TREE]  # session 30: TREE's long forced decoding (carry .var), prompt step timeline (f32, q4res)
 #   bench/device_run.sh s30b        # session 30: as s30's timeline, prefill_ab decode-batches, llama.cpp pp512
 #   bench/device_run.sh gputests TREE TEST... # pytest on the GPU for TREE's tests (carry .var with .var/pyt's wheels)
@@ -267,6 +271,61 @@ s30b)
   PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch decode-batches --model $M --kv q4res \
       --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
   for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"; done
+  ;;
+s31)
+  # bench/device_run.sh s31 [KERNELS] (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill
+  # (best of 5) with each tile choice of KERNELS in one process (q4res, f32; decode_bench --prefill-kernels, e.g.
+  # tiled:WIDE/NARROW), llama.cpp pp512 at depth 0 twice before and once after
+  M=$(model_and_peer)
+  K=${2:-tiled,tiled:64x64x8/64x64x8,tiled:64x64x4/64x64x4}  # session 31 ran branch tn8's TN and BK tiles
+  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run $i: /"; done
+  for kv in q4res f32; do
+    PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
+        --new-tokens 16 --batch 512 --prefill-kernels "$K" --prefill-repeats 5 --kv $kv \
+        --out "$OUT/prefill31_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$kv: /"
+  done
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run 3: /"
+  ;;
+s31v)
+  # bench/device_run.sh s31v [N] (carry .whl .gl .ll .var .model/part01 right after `roofvar` with .model/part00): a
+  # 512-token prefill (best of 5, q4res and f32) of this tree and each .var/NAME/runtime, N rounds interleaved, llama.cpp
+  # pp512 at depth 0 twice before and once after
+  M=$(model_and_peer)
+  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run $i: /"; done
+  for round in $(seq ${2:-2}); do
+    for tree in main .var/*; do
+      path=$AFTER; [ $tree != main ] && path=$PWD/.site:$PWD/$tree/runtime
+      for kv in q4res f32; do
+        PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
+            --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
+            --out "$OUT/prefill31v_${tree##*/}_${kv}_$round.json" 2>&1 | grep -E "^tiled" | sed "s/^/$round ${tree##*/} $kv: /"
+      done
+    done
+  done
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run 3: /"
+  ;;
+ab31)
+  # bench/device_run.sh ab31 [LAYERS...] (carry .whl .gl .ll .model/part01 right after `part part00`): prefill_ab's
+  # submit-every (a prompt step's submit every L layers against BATCH_SUBMIT_EVERY) for each L, 512 tokens, q4res and
+  # f32, then llama.cpp pp512 at depth 0
+  M=$(model_and_peer)
+  shift
+  for L in ${@:-4 1}; do
+    PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch submit-every --layers $L --model $M --kv q4res,f32 \
+        --tokens 512 --out "$OUT/ab_submit_every_$L.json" 2>&1 | grep -E "^\||prompt tok/s"
+  done
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  ;;
+roof31)
+  # bench/device_run.sh roof31 [TILES] (carry .whl .gl; no model, may carry .model/part00 for s31): the adapter's
+  # features and workgroup limits, then roofline_probe's matmul shapes on each tile, two rounds
+  PYTHONPATH=$AFTER python3 -c "import wgpu; a = wgpu.gpu.request_adapter_sync(power_preference='high-performance'); \
+print(a.info['device'], sorted(a.features)); print({k: v for k, v in a.limits.items() if 'orkgroup' in k})" 2>&1 | grep -v -i warn
+  [ -f .model/part00 ] && cp .model/part00 /root/m/part00
+  T=${2:-64x64x4,64x64x8}  # session 31 ran branch tn8's 64x64x8x8,64x64x4x8,64x64x8x8x16,128x64x8x8x16,...
+  for round in 1 2; do
+    PYTHONPATH=$AFTER python3 bench/roofline_probe.py --tiles "$T" --out "$OUT/roof31_$round.json" 2>&1 | grep "|" | sed "s/^/$round /"
+  done
   ;;
 final29)
   # bench/device_run.sh final29: llama.cpp pp512 at depth 0 twice (its first run in a machine's life read 12-13K

@@ -6,7 +6,8 @@ after every layer, not every `forward.BATCH_SUBMIT_EVERY`), `lane-fold` (a batch
 workgroup, `attention.driver.LANE_FOLD`), `decode-batches` (a q4res batch's windows decoded to f32 rows before the fold,
 `attention.driver.DECODE_BATCHES`), `last-read-first` (a sync after reads ahead submits the read of the rest
 before committing them, `kv.staging.LAST_READ_FIRST`), `drop-rows` (a q4res batch reads back only the f32 rows the
-host keeps, `kv.append.DROP_QUANTISED_ROWS`). One engine per KV mode; each round times
+host keeps, `kv.append.DROP_QUANTISED_ROWS`), `submit-every` (a prompt step submits every `--layers` layers, not every
+`forward.BATCH_SUBMIT_EVERY`). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
 median tok/s, on / off, whether the argmax and the last token's logits bits are the same) and writes JSON.
@@ -32,8 +33,9 @@ from bonsai.ops import tiled
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
 
-def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
-    """Turn `switch` on or off (split-k's "on": split K until a product has `split_groups` workgroups)."""
+def use(engine, switch: str, on: bool, value: int | None) -> None:
+    """Turn `switch` on or off (split-k's "on": split K until a product has `value` workgroups; submit-every's: a
+    submit every `value` layers)."""
     if switch == "read-ahead":
         engine.model.read_ahead = on
     elif switch == "last-read-first":
@@ -46,14 +48,16 @@ def use(engine, switch: str, on: bool, split_groups: int | None) -> None:
         attention.DECODE_BATCHES = on
     elif switch == "submit-every-layer":
         engine.model.batch_submit_every = 1 if on else BATCH_SUBMIT_EVERY
+    elif switch == "submit-every":
+        engine.model.batch_submit_every = value if on else BATCH_SUBMIT_EVERY
     else:
-        tiled.SPLIT_GROUPS = split_groups if on else None
+        tiled.SPLIT_GROUPS = value if on else None
 
 
-def time_prefill(engine, ids: list[int], switch: str, on: bool, split_groups: int | None) -> tuple[float, int]:
+def time_prefill(engine, ids: list[int], switch: str, on: bool, value: int | None) -> tuple[float, int]:
     """(seconds, argmax id) of one prefill of `ids` from position 0 with `switch` on or off."""
     engine.reset()
-    use(engine, switch, on, split_groups)
+    use(engine, switch, on, value)
     t0 = time.perf_counter()
     tok = engine.prefill_argmax(ids)
     dt = time.perf_counter() - t0
@@ -61,10 +65,10 @@ def time_prefill(engine, ids: list[int], switch: str, on: bool, split_groups: in
     return dt, tok
 
 
-def last_logits(engine, ids: list[int], switch: str, on: bool, split_groups: int | None) -> bytes:
+def last_logits(engine, ids: list[int], switch: str, on: bool, value: int | None) -> bytes:
     """The bytes of the last token's logits after a prefill of `ids` from position 0 with `switch` on or off."""
     engine.reset()
-    use(engine, switch, on, split_groups)
+    use(engine, switch, on, value)
     logits = bytes(engine.prefill(ids))
     engine.reset()
     return logits
@@ -73,9 +77,10 @@ def last_logits(engine, ids: list[int], switch: str, on: bool, split_groups: int
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "decode-batches",
-                                           "last-read-first", "drop-rows"), default="read-ahead")
+                                           "last-read-first", "drop-rows", "submit-every"), default="read-ahead")
     p.add_argument("--split-groups", type=int, default=None,
                    help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
+    p.add_argument("--layers", type=int, default=4, help="submit-every on: a submit every this many layers")
     p.add_argument("--model", default=None)
     p.add_argument("--kv", default="f32,q4res", help="KV modes, comma-separated")
     p.add_argument("--tokens", default="512,2048", help="prompt lengths, comma-separated (512-token steps)")
@@ -84,18 +89,19 @@ def main() -> None:
     a = p.parse_args()
     lengths = [int(t) for t in a.tokens.split(",")]
     split_groups = tiled.SPLIT_GROUPS if a.split_groups is None else a.split_groups
+    value = a.layers if a.switch == "submit-every" else split_groups
     rows = []
     for kv in a.kv.split(","):
         engine = load_engine(a.model, kv=kv, progress=False, warm_up=True, batch=512, max_positions=max(lengths) + 64)
         base = engine.tokenizer.encode(PROMPT)
         for n in lengths:
             ids = (base * (n // len(base) + 1))[:n]
-            toks = {on: time_prefill(engine, ids, a.switch, on, split_groups)[1] for on in (False, True)}  # warm both
+            toks = {on: time_prefill(engine, ids, a.switch, on, value)[1] for on in (False, True)}  # warm both
             runs: dict[bool, list[float]] = {False: [], True: []}
             for _ in range(a.rounds):
                 for on in (False, True):
-                    runs[on].append(time_prefill(engine, ids, a.switch, on, split_groups)[0])
-            bits = {on: last_logits(engine, ids, a.switch, on, split_groups) for on in (False, True)}
+                    runs[on].append(time_prefill(engine, ids, a.switch, on, value)[0])
+            bits = {on: last_logits(engine, ids, a.switch, on, value) for on in (False, True)}
             row = {"kv": kv, "tokens": n, "same_argmax": toks[False] == toks[True],
                    "same_logit_bits": bits[False] == bits[True], "device": engine.gpu.description}
             for on, name in ((False, "off"), (True, "on")):
@@ -103,8 +109,9 @@ def main() -> None:
                 row[f"{name}_median_tok_s"] = n / statistics.median(runs[on])
                 row[f"{name}_runs_s"] = runs[on]
             rows.append(row)
-    use(engine, a.switch, True, split_groups)
-    print(f"{rows[0]['device']}: prompt tok/s, {a.switch} off / on, {a.rounds} rounds interleaved")
+    use(engine, a.switch, True, value)
+    what = f"{a.switch} {a.layers}" if a.switch == "submit-every" else a.switch
+    print(f"{rows[0]['device']}: prompt tok/s, {what} off / on, {a.rounds} rounds interleaved")
     print("| kv | tokens | off best | on best | off median | on median | on / off (medians) | same argmax | same logit bits |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
@@ -112,7 +119,8 @@ def main() -> None:
               f"{r['off_median_tok_s']:,.0f} | {r['on_median_tok_s']:,.0f} | "
               f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} | {r['same_logit_bits']} |")
     out = a.out or Path(__file__).parent / "results" / f"prefill_ab_{a.switch}.json"
-    write_results(out, {"switch": a.switch, "split_groups": split_groups, "rounds": a.rounds, "rows": rows})
+    write_results(out, {"switch": a.switch, "split_groups": split_groups, "layers": a.layers, "rounds": a.rounds,
+                        "rows": rows})
 
 
 if __name__ == "__main__":

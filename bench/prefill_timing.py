@@ -17,30 +17,44 @@ MATVEC = "matvec"
 PER_MATRIX = "per matrix"  # plain 'tiled': the runtime's choice of tile for each matrix (`tiled.tile_for`)
 
 
-def parse_kernels(text: str) -> list[tuple[str, tiled.Tile | str | None]]:
-    """'tiled,matvec,tiled:64x64x8' -> [(label, tile)]: tile None is the matvec (the old path); plain
-    'tiled' is the runtime's default (PER_MATRIX, or the tile `tiled.TILE` sets)."""
-    out: list[tuple[str, tiled.Tile | str | None]] = []
+DEFAULT_PAIR = (tiled.WIDE, tiled.NARROW)  # the runtime's tiles, restored after each choice
+Choice = tiled.Tile | tuple[tiled.Tile, tiled.Tile] | str | None
+
+
+def parse_kernels(text: str) -> list[tuple[str, Choice]]:
+    """'tiled,matvec,tiled:64x64x8,tiled:64x64x8x8/64x64x4' -> [(label, choice)]: None is the matvec (the old
+    path); plain 'tiled' is the runtime's default (PER_MATRIX, or the tile `tiled.TILE` sets); 'tiled:A/B' runs
+    the matrices with more rows than columns on tile A, the rest on B (the runtime's WIDE and NARROW)."""
+    out: list[tuple[str, Choice]] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if part == MATVEC:
             out.append((MATVEC, None))
         elif part == "tiled" and tiled.TILE is None:
             out.append((f"tiled {PER_MATRIX}", PER_MATRIX))
+        elif part.startswith("tiled:") and "/" in part:
+            wide, narrow = (tiled.Tile.parse(t) for t in part.split(":", 1)[1].split("/"))
+            out.append((f"tiled {wide}/{narrow}", (wide, narrow)))
         elif part == "tiled" or part.startswith("tiled:"):
             tile = tiled.Tile.parse(part.split(":", 1)[1]) if ":" in part else tiled.TILE
             assert tile is not None
-            out.append((f"tiled {tile.bm}x{tile.bn}x{tile.tm}", tile))
+            out.append((f"tiled {tile}", tile))
         else:
-            raise SystemExit(f"--prefill-kernels: unknown kernel {part!r} (tiled, tiled:BMxBNxTM, matvec)")
+            raise SystemExit(f"--prefill-kernels: unknown kernel {part!r} (tiled, tiled:BMxBNxTM[xTN[xBK]], "
+                             "tiled:WIDE/NARROW, matvec)")
     return out
 
 
-def use(tile: tiled.Tile | str | None, min_tokens: int | None) -> None:
-    """Make batches take `tile` (None: the matvec for every batch; PER_MATRIX: the runtime's choice)."""
-    if tile is None:
+def use(choice: Choice, min_tokens: int | None) -> None:
+    """Make batches take `choice` (None: the matvec for every batch; PER_MATRIX: the runtime's choice; a pair:
+    the runtime's choice between these two tiles)."""
+    tiled.WIDE, tiled.NARROW = DEFAULT_PAIR
+    if choice is None:
         tiled.MIN_TOKENS = None
+    elif isinstance(choice, tuple):
+        tiled.TILE, tiled.MIN_TOKENS = None, min_tokens
+        tiled.WIDE, tiled.NARROW = choice
     else:
-        tiled.TILE, tiled.MIN_TOKENS = (None if tile == PER_MATRIX else tile), min_tokens
+        tiled.TILE, tiled.MIN_TOKENS = (None if choice == PER_MATRIX else choice), min_tokens
 
 
 def time_one(engine, ids: list[int]) -> tuple[float, int, int]:
@@ -54,7 +68,7 @@ def time_one(engine, ids: list[int]) -> tuple[float, int, int]:
     return dt, engine.gpu.dispatch_count - d0, tok
 
 
-def compare(engine, ids: list[int], kernels: list[tuple[str, tiled.Tile | str | None]], repeats: int) -> list[dict]:
+def compare(engine, ids: list[int], kernels: list[tuple[str, Choice]], repeats: int) -> list[dict]:
     """One row per kernel: best and median tok/s over `repeats` interleaved rounds, dispatches per
     prefill token, the argmax id it prefilled to."""
     default = (tiled.TILE, tiled.MIN_TOKENS)
@@ -72,6 +86,7 @@ def compare(engine, ids: list[int], kernels: list[tuple[str, tiled.Tile | str | 
                 runs[label].append(time_one(engine, ids)[0])
     finally:
         tiled.TILE, tiled.MIN_TOKENS = default
+        tiled.WIDE, tiled.NARROW = DEFAULT_PAIR
     return [{"kernel": label, "prefill_tok_s": len(ids) / min(runs[label]),
              "prefill_tok_s_median": len(ids) / statistics.median(runs[label]), "runs_s": runs[label],
              "dispatches_per_prefill_token": facts[label][0] / len(ids), "argmax": facts[label][1]}
