@@ -58,6 +58,7 @@
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
+#   bench/device_run.sh pgt31       # session 31: a prompt step's passes and kernels by the GPU's clock in the flow (q4res, f32)
 #   bench/device_run.sh ab31 [L...]  # session 31: prefill_ab submit-every L layers (q4res, f32), llama.cpp pp512 d0
 #   bench/device_run.sh s31v [N]    # session 31: prefill 512 of this tree and each .var/NAME (q4res, f32), N rounds, llama.cpp pp512 d0
 #   bench/device_run.sh s31 [KERNELS] # session 31: prefill 512 with each tile choice (q4res, f32), llama.cpp pp512 d0
@@ -315,6 +316,15 @@ ab31)
         --tokens 512 --out "$OUT/ab_submit_every_$L.json" 2>&1 | grep -E "^\||prompt tok/s"
   done
   timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  ;;
+pgt31)
+  # bench/device_run.sh pgt31 (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill's passes
+  # and kernels by the GPU's clock in the real flow (prefill_gpu_timeline.py), q4res and f32
+  M=$(model_and_peer)
+  for kv in q4res f32; do
+    PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_gpu_timeline.py --model $M --kv $kv \
+        --out "$OUT/prefill_gpu_timeline_$kv.json" 2>&1 | grep -v -i warn
+  done
   ;;
 roof31)
   # bench/device_run.sh roof31 [TILES] (carry .whl .gl; no model, may carry .model/part00 for s31): the adapter's
