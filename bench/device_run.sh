@@ -115,6 +115,11 @@ quick_decode() {
 llama_tg() {
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" | sed "s/^/$1: /"
 }
+# llama_pp0 [LABEL]: llama.cpp's pp512 from an empty cache (-r 3), the work our prefill rows time; its row prefixed
+# with "LABEL: " where given (s29 on)
+llama_pp0() {
+  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/${1:+$1: }/"
+}
 # row PYTHONPATH NAME ARGS...: one decode_bench row with the mode's $K1 (the final* and s17 modes), its line
 row() {
   path=$1; name=$2; shift 2
@@ -271,7 +276,7 @@ s30b)
   prompt_timelines
   PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch decode-batches --model $M --kv q4res \
       --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
-  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"; done
+  for i in 1 2; do llama_pp0; done
   ;;
 s31)
   # bench/device_run.sh s31 [KERNELS] (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill
@@ -279,20 +284,20 @@ s31)
   # tiled:WIDE/NARROW), llama.cpp pp512 at depth 0 twice before and once after
   M=$(model_and_peer)
   K=${2:-tiled,tiled:64x64x8/64x64x8,tiled:64x64x4/64x64x4}  # session 31 ran branch tn8's TN and BK tiles
-  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run $i: /"; done
+  for i in 1 2; do llama_pp0 "llama run $i"; done
   for kv in q4res f32; do
     PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
         --new-tokens 16 --batch 512 --prefill-kernels "$K" --prefill-repeats 5 --kv $kv \
         --out "$OUT/prefill31_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$kv: /"
   done
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run 3: /"
+  llama_pp0 "llama run 3"
   ;;
 s31v)
   # bench/device_run.sh s31v [N] (carry .whl .gl .ll .var .model/part01 right after `roofvar` with .model/part00): a
   # 512-token prefill (best of 5, q4res and f32) of this tree and each .var/NAME/runtime, N rounds interleaved, llama.cpp
   # pp512 at depth 0 twice before and once after
   M=$(model_and_peer)
-  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run $i: /"; done
+  for i in 1 2; do llama_pp0 "llama run $i"; done
   for round in $(seq ${2:-2}); do
     for tree in main .var/*; do
       path=$AFTER; [ $tree != main ] && path=$PWD/.site:$PWD/$tree/runtime
@@ -303,7 +308,7 @@ s31v)
       done
     done
   done
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/llama run 3: /"
+  llama_pp0 "llama run 3"
   ;;
 ab31)
   # bench/device_run.sh ab31 [LAYERS...] (carry .whl .gl .ll .model/part01 right after `part part00`): prefill_ab's
@@ -315,7 +320,7 @@ ab31)
     PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_ab.py --switch submit-every --layers $L --model $M --kv q4res,f32 \
         --tokens 512 --out "$OUT/ab_submit_every_$L.json" 2>&1 | grep -E "^\||prompt tok/s"
   done
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  llama_pp0
   ;;
 pgt31)
   # bench/device_run.sh pgt31 (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill's passes
@@ -341,9 +346,9 @@ final29)
   # bench/device_run.sh final29: llama.cpp pp512 at depth 0 twice (its first run in a machine's life read 12-13K
   # where the next read 44-47K: both printed), hf_table, llama.cpp pp512 at depth 0 again, eight_k
   M=$(model_and_peer)
-  for i in 1 2; do timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/run $i: /"; done
+  for i in 1 2; do llama_pp0 "run $i"; done
   hf_table
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512" | sed "s/^/run 3: /"
+  llama_pp0 "run 3"
   eight_k
   ;;
 s29)
@@ -360,7 +365,7 @@ s29)
         --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
         --out "$OUT/prefill_this_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/this $kv: /"
   done
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  llama_pp0
   ;;
 s28)
   # bench/device_run.sh s28 [LLAMA_REPS] (as s27; .before = session 26's head): prefill_ab decode-batches (q4res, 512 and
@@ -385,7 +390,7 @@ s28b)
   PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 30 \
       --out "$OUT/probe_q4res.json" 2>&1 | grep -E "blocks.wgsl|decode_window|merge_blocks|whole step" | cut -c1-150
   prefill23 1
-  timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep -E "pp512"
+  llama_pp0
   ;;
 s27c)
   # bench/device_run.sh s27c (as s27b, short): prefill23 1 (main / this); llama.cpp pp512 / tg128 at depth 1024;
