@@ -86,6 +86,28 @@ class TimelineGpu(Gpu):
         super()._end_pass()
         self.host["end_pass_s"] += time.perf_counter() - t0
 
+    def begin_timing(self, per_dispatch: bool) -> None:
+        """Time what is recorded from now on: fresh query sets, timestamps around passes (and after every dispatch
+        with `per_dispatch`), the host's clock on ending passes from zero."""
+        self.sets, self.counts, self.used, self.passes = [], [], SET_SIZE, []
+        self.host = {"end_pass_s": 0.0}
+        self.timing, self.per_dispatch = True, per_dispatch
+
+    def end_timing(self) -> tuple[list[tuple[int, int]], dict[int, list[float]]]:
+        """Stop timing (after a wait): each pass's (begin, end) in ns, and by pipeline id each dispatch's us from
+        the end of the one before it (or its pass's start) to its own end."""
+        self.timing = False
+        ts = self.timestamps_ns()
+        spans = [(ts[id(p["set"])][p["begin"]], ts[id(p["set"])][p["end"]]) for p in self.passes]
+        per_kernel: dict[int, list[float]] = defaultdict(list)
+        for p in self.passes:
+            t_prev = ts[id(p["set"])][p["begin"]]
+            for pipe, qs, i in p["dispatches"]:
+                t = ts[id(qs)][i]
+                per_kernel[pipe].append((t - t_prev) / 1e3)
+                t_prev = t
+        return spans, per_kernel
+
     def timestamps_ns(self) -> dict[int, list[int]]:
         """Every query set's resolved timestamps in nanoseconds, by id of the set."""
         import numpy as np
@@ -107,25 +129,14 @@ class TimelineGpu(Gpu):
 
 def timed_run(engine: Any, gpu: TimelineGpu, tok: int, n: int, steps: int, per_dispatch: bool) -> tuple[int, dict]:
     gpu.wait()
-    gpu.sets, gpu.counts, gpu.used, gpu.passes = [], [], SET_SIZE, []
-    gpu.host = {"end_pass_s": 0.0}
-    gpu.timing, gpu.per_dispatch = True, per_dispatch
+    gpu.begin_timing(per_dispatch)
     c0, m0, t0 = time.process_time(), time.thread_time(), time.perf_counter()
     tok = decode(engine, tok, n, steps)
     gpu.wait()
     wall, cpu, main_cpu = time.perf_counter() - t0, time.process_time() - c0, time.thread_time() - m0
-    gpu.timing = False
-    ts = gpu.timestamps_ns()
-    spans = [(ts[id(p["set"])][p["begin"]], ts[id(p["set"])][p["end"]]) for p in gpu.passes]
+    spans, per_kernel = gpu.end_timing()
     busy = sum(b - a for a, b in spans)
     span = max(b for _, b in spans) - min(a for a, _ in spans)
-    per_kernel: dict[int, list[float]] = defaultdict(list)
-    for p in gpu.passes:
-        t_prev = ts[id(p["set"])][p["begin"]]
-        for pipe, qs, i in p["dispatches"]:
-            t = ts[id(qs)][i]
-            per_kernel[pipe].append((t - t_prev) / 1e3)
-            t_prev = t
     ms = 1e3 / n
     row = {"mode": "dispatches" if per_dispatch else "passes", "tokens": n, "wall_ms_per_token": wall * ms,
            "gpu_busy_ms_per_token": busy / 1e6 / n, "gpu_span_ms_per_token": span / 1e6 / n,

@@ -16,11 +16,10 @@ import argparse
 import statistics
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gpu_timeline import FEATURES, SET_SIZE, TimelineGpu  # bench/: a Gpu with timestamps around passes
+from gpu_timeline import FEATURES, TimelineGpu  # bench/: a Gpu with timestamps around passes
 from kernel_probe import PROMPT, _names  # bench/: the probe's prompt and kernel names
 from results_file import write_results
 
@@ -35,25 +34,16 @@ def timed_prefill(engine: Any, gpu: TimelineGpu, ids: list[int], per_dispatch: b
     `per_dispatch`, each dispatch's time from the one before it ends to its own end, by kernel."""
     engine.reset()
     gpu.wait()
-    gpu.sets, gpu.counts, gpu.used, gpu.passes = [], [], SET_SIZE, []
-    gpu.timing, gpu.per_dispatch = True, per_dispatch
+    gpu.begin_timing(per_dispatch)
     t0 = time.perf_counter()
     engine.prefill_argmax(ids)
     gpu.wait()
     wall = time.perf_counter() - t0
-    gpu.timing = False
-    ts = gpu.timestamps_ns()
-    spans = [(ts[id(p["set"])][p["begin"]], ts[id(p["set"])][p["end"]]) for p in gpu.passes]
+    spans, per_kernel = gpu.end_timing()
     start = spans[0][0]
     passes = [{"start_ms": (a - start) / 1e6, "ms": (b - a) / 1e6, "dispatches": len(p["dispatches"])}
               for (a, b), p in zip(spans, gpu.passes, strict=True)]
     gaps = [(spans[i + 1][0] - spans[i][1]) / 1e6 for i in range(len(spans) - 1)]
-    per_kernel: dict[int, list[float]] = defaultdict(list)
-    for p in gpu.passes:
-        t_prev = ts[id(p["set"])][p["begin"]]
-        for pipe, qs, i in p["dispatches"]:
-            per_kernel[pipe].append((ts[id(qs)][i] - t_prev) / 1e3)
-            t_prev = ts[id(qs)][i]
     engine.reset()
     return {"wall_ms": wall * 1e3, "busy_ms": sum(p["ms"] for p in passes), "span_ms": (spans[-1][1] - start) / 1e6,
             "gaps_ms": gaps, "passes": passes, "per_kernel": per_kernel, "per_dispatch": per_dispatch}
