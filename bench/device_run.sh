@@ -111,6 +111,14 @@ quick_decode() {
       --new-tokens 256 --prefill-tokens 512 --prefill-kernels matvec --prefill-repeats 1 "$@" \
       --out "$OUT/$name.json" 2>&1 | grep "bonsai GPU"
 }
+# prompt_rows PYTHONPATH NAME LABEL ARGS...: decode_bench's 512-token prefill rows (best of 5 interleaved in one
+# process, then the first request), its lines prefixed with LABEL; BENCH: the bench folder, as quick_decode
+prompt_rows() {
+  path=$1; name=$2; label=$3; shift 3
+  PYTHONPATH=$path timeout 200 python3 ${BENCH:-bench}/decode_bench.py --model "$M" --no-reference --prompt-tokens 64 \
+      --new-tokens 16 --batch 512 --prefill-repeats 5 "$@" --out "$OUT/$name.json" 2>&1 \
+      | grep -E "^tiled|first request" | sed "s/^/$label: /"
+}
 # llama_tg LABEL: llama.cpp's tg128 at depth 1024 (-r 3), its row prefixed with LABEL (the rounds of final19, s20, ...)
 llama_tg() {
   timeout 100 /root/ll/llama bench -m $M -p 0 -n 128 -d 1024 -ngl 99 -r 3 -dev Vulkan0 2>&1 | grep "tg128" | sed "s/^/$1: /"
@@ -175,9 +183,7 @@ prefill23() {
     for kv in f32 q4res; do
       for tree in main this; do
         if [ $tree = main ]; then path=$B; bench=.before/bench; else path=$AFTER; bench=bench; fi
-        PYTHONPATH=$path timeout 100 python3 $bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
-            --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
-            --out "$OUT/prefill_${tree}_${kv}_$round.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$tree $kv r$round: /"
+        BENCH=$bench prompt_rows $path "prefill_${tree}_${kv}_$round" "$tree $kv r$round" --prefill-kernels tiled --kv $kv
       done
     done
   done
@@ -286,9 +292,7 @@ s31)
   K=${2:-tiled,tiled:64x64x8/64x64x8,tiled:64x64x4/64x64x4}  # session 31 ran branch tn8's TN and BK tiles
   for i in 1 2; do llama_pp0 "llama run $i"; done
   for kv in q4res f32; do
-    PYTHONPATH=$AFTER timeout 200 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
-        --new-tokens 16 --batch 512 --prefill-kernels "$K" --prefill-repeats 5 --kv $kv \
-        --out "$OUT/prefill31_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/$kv: /"
+    prompt_rows $AFTER prefill31_$kv $kv --prefill-kernels "$K" --kv $kv
   done
   llama_pp0 "llama run 3"
   ;;
@@ -302,9 +306,7 @@ s31v)
     for tree in main .var/*; do
       path=$AFTER; [ $tree != main ] && path=$PWD/.site:$PWD/$tree/runtime
       for kv in q4res f32; do
-        PYTHONPATH=$path timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
-            --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
-            --out "$OUT/prefill31v_${tree##*/}_${kv}_$round.json" 2>&1 | grep -E "^tiled" | sed "s/^/$round ${tree##*/} $kv: /"
+        prompt_rows $path "prefill31v_${tree##*/}_${kv}_$round" "$round ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
       done
     done
   done
@@ -361,9 +363,7 @@ s29)
   [ -d $D ] && PYTHONPATH=$PWD/.site:$PWD/$D/runtime timeout 150 python3 $D/bench/prefill_ab.py --switch decode-batches \
       --model $M --kv q4res --out "$OUT/ab_decode_batches.json" 2>&1 | grep -E "^\||prompt tok/s"
   for kv in f32 q4res; do
-    PYTHONPATH=$AFTER timeout 100 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 \
-        --new-tokens 16 --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv \
-        --out "$OUT/prefill_this_$kv.json" 2>&1 | grep -E "^tiled|first request" | sed "s/^/this $kv: /"
+    prompt_rows $AFTER prefill_this_$kv "this $kv" --prefill-kernels tiled --kv $kv
   done
   llama_pp0
   ;;
@@ -406,9 +406,7 @@ s27b)
   V=$PWD/.site:$PWD/.var/v4v/runtime
   rows27 3
   for kv in f32 q4res; do
-    PYTHONPATH=$V timeout 60 python3 bench/decode_bench.py --model $M --no-reference --prompt-tokens 64 --new-tokens 16 \
-        --batch 512 --prefill-kernels tiled --prefill-repeats 5 --kv $kv --out "$OUT/prefill_v4v_$kv.json" 2>&1 \
-        | grep -E "^tiled|first request" | sed "s/^/v4v $kv: /"
+    prompt_rows "$V" prefill_v4v_$kv "v4v $kv" --prefill-kernels tiled --kv $kv
   done
   quick_decode "$V" f32_v4v 1024 --kv f32 --label "v4v f32"
   quick_decode "$V" q4res_v4v 1024 --kv q4res --label "v4v q4res"
