@@ -6,9 +6,10 @@
 // from one load of its K row (each score the sequential dot product of pos_score). Then invocation (s, lane) =
 // (i / LANES, i % LANES) folds query s's positions into its (m, l) and four accumulators acc[4 lane .. 4 lane + 3]:
 // each position's two exponentials serve four dimensions, where fold_block's invocations compute them for one
-// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md session 23). Every (m, l,
-// acc[j]) sees fold_one's operations in fold_range's order, so each block's fold has fold_block's bits, and the
-// merge (merge_blocks.wgsl) reads them from the same place.
+// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md session 23), and they are
+// computed once per (query, position) for all the query's lanes (`round_exponentials`, session 32), so no lane waits
+// on an exponential between two positions. Every (m, l, acc[j]) sees fold_one's values in fold_range's order, so
+// each block's fold has fold_block's bits, and the merge (merge_blocks.wgsl) reads them from the same place.
 
 const LANES: u32 = HD / 4u;  // invocations per query token
 
@@ -78,14 +79,45 @@ fn v4(pos: u32, g: u32, j0: u32, k: u32, quick: bool) -> vec4<f32> {
                      pos_v(pos, g, j0 + 2u, vs[k], vm[k]), pos_v(pos, g, j0 + 3u, vs[k], vm[k]));
 }
 
-// fold_one for four accumulators: one position (score s, V values v) into (m, l, acc).
-fn fold_one4(s: f32, v: vec4<f32>, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
-    let m_new = max(*m, s);
-    let c_old = exp(*m - m_new);
-    let e = exp(s - m_new);
+// The round's running maxima and exponentials, once per (query, position) instead of once per invocation of the
+// query (its LANES invocations computed the same two exponentials for every position, each waiting on the last):
+// `run_max` ping-pongs the prefix maxima of the four queries' scores (position i's in [i], query s in .s), then
+// position i's fold_one operands go to `fold_c` (c_old = exp(m - m_new)) and `fold_e` (e = exp(s - m_new)).
+// max is exact, so the prefix maxima in any order are fold_one's m_new, the same values (a zero's sign aside, which
+// no exponential of a difference sees); each invocation then applies them in position order (fold_apply4).
+var<workgroup> run_max: array<vec4<f32>, 2u * {{HEAD_DIM}}>;
+var<workgroup> fold_c: array<vec4<f32>, {{HEAD_DIM}}>;
+var<workgroup> fold_e: array<vec4<f32>, {{HEAD_DIM}}>;
+var<workgroup> m_in: vec4<f32>;  // the four queries' m before the round
+
+// fold_one's (l, acc) update for four accumulators, its c_old and e given: the same expressions.
+fn fold_apply4(c_old: f32, e: f32, v: vec4<f32>, l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
     *l = *l * c_old + e;
     *acc = *acc * c_old + e * v;
-    *m = m_new;
+}
+
+// After the round's scores are in `sc` and each query's m in `m_in`: invocation i makes position i's (c_old, e)
+// for the four queries; returns which half of run_max holds the prefix maxima. Call from uniform control flow.
+fn round_exponentials(i: u32) -> u32 {
+    let sv = vec4<f32>(sc[i], sc[HD + i], sc[2u * HD + i], sc[3u * HD + i]);  // past a query's positions: unused
+    run_max[i] = sv;
+    workgroupBarrier();
+    var src = 0u;
+    for (var d = 1u; d < HD; d = d * 2u) {  // Hillis-Steele: after the step, [i] holds the max of [i - 2d + 1, i]
+        var v = run_max[src * HD + i];
+        if (i >= d) { v = max(run_max[src * HD + i - d], v); }
+        run_max[(1u - src) * HD + i] = v;
+        src = 1u - src;
+        workgroupBarrier();
+    }
+    let m0 = m_in;
+    let m_new = max(m0, run_max[src * HD + i]);
+    var m_old = m0;
+    if (i > 0u) { m_old = max(m0, run_max[src * HD + i - 1u]); }
+    fold_c[i] = exp(m_old - m_new);
+    fold_e[i] = exp(sv - m_new);
+    workgroupBarrier();
+    return src;
 }
 
 // Fold positions [lo, hi) into query s's (m, l, acc) (dimensions j0 ..), as fold_range does for one dimension;
@@ -95,7 +127,6 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
                l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
     stage_group_scales(lo, hi_all, g, i);
     let quick = V_QUICK4 && !in_residual(lo);
-    let so = s * HD;
     for (var b = lo; b < hi_all; b = b + HD) {
         if (b + i < hi_all) {
             let s4 = score4(b + i, g);
@@ -105,7 +136,9 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
             sc[3u * HD + i] = s4.w;
             load_v_scale(b + i, g, i);
         }
+        if (j0 == 0u) { m_in[s] = *m; }
         workgroupBarrier();
+        let src = round_exponentials(i);
         let nb = select(0u, min(HD, hi - b), hi > b);
         var k = 0u;
         for (; k + 8u <= nb; k = k + 8u) {
@@ -118,17 +151,18 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
             let v5 = v4(p0 + 5u, g, j0, k + 5u, quick);
             let v6 = v4(p0 + 6u, g, j0, k + 6u, quick);
             let v7 = v4(p0 + 7u, g, j0, k + 7u, quick);
-            fold_one4(sc[so + k], v0, m, l, acc);
-            fold_one4(sc[so + k + 1u], v1, m, l, acc);
-            fold_one4(sc[so + k + 2u], v2, m, l, acc);
-            fold_one4(sc[so + k + 3u], v3, m, l, acc);
-            fold_one4(sc[so + k + 4u], v4_, m, l, acc);
-            fold_one4(sc[so + k + 5u], v5, m, l, acc);
-            fold_one4(sc[so + k + 6u], v6, m, l, acc);
-            fold_one4(sc[so + k + 7u], v7, m, l, acc);
+            fold_apply4(fold_c[k][s], fold_e[k][s], v0, l, acc);
+            fold_apply4(fold_c[k + 1u][s], fold_e[k + 1u][s], v1, l, acc);
+            fold_apply4(fold_c[k + 2u][s], fold_e[k + 2u][s], v2, l, acc);
+            fold_apply4(fold_c[k + 3u][s], fold_e[k + 3u][s], v3, l, acc);
+            fold_apply4(fold_c[k + 4u][s], fold_e[k + 4u][s], v4_, l, acc);
+            fold_apply4(fold_c[k + 5u][s], fold_e[k + 5u][s], v5, l, acc);
+            fold_apply4(fold_c[k + 6u][s], fold_e[k + 6u][s], v6, l, acc);
+            fold_apply4(fold_c[k + 7u][s], fold_e[k + 7u][s], v7, l, acc);
         }
-        for (; k < nb; k = k + 1u) { fold_one4(sc[so + k], v4(b + k, g, j0, k, quick), m, l, acc); }
-        workgroupBarrier();  // the scores are read by all before the next round overwrites them
+        for (; k < nb; k = k + 1u) { fold_apply4(fold_c[k][s], fold_e[k][s], v4(b + k, g, j0, k, quick), l, acc); }
+        if (nb > 0u) { *m = max(*m, run_max[src * HD + nb - 1u][s]); }  // fold_one's last m_new
+        workgroupBarrier();  // the scores, maxima and exponentials are read by all before the next round
     }
 }
 
