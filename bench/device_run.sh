@@ -58,6 +58,8 @@
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
+#   bench/device_run.sh s32v [N]    # session 32: q4res prompt step by kernel main / this, prefill 512 main / this N rounds, llama.cpp
+#   bench/device_run.sh s32         # session 32: llama.cpp pp512 d0, pgt31, prefill 512 rows (q4res, f32), llama.cpp again
 #   bench/device_run.sh pgt31       # session 31: a prompt step's passes and kernels by the GPU's clock in the flow (q4res, f32)
 #   bench/device_run.sh ab31 [L...]  # session 31: prefill_ab submit-every L layers (q4res, f32), llama.cpp pp512 d0
 #   bench/device_run.sh s31v [N]    # session 31: prefill 512 of this tree and each .var/NAME (q4res, f32), N rounds, llama.cpp pp512 d0
@@ -88,6 +90,14 @@
 #   bench/device_run.sh s20q [N]    # session 20: q4res with 0 / 1 blocks ahead beside main's, f32; resident_profile
 #   bench/device_run.sh probe       # where a decode step's GPU time goes at 1K (f32, q4res), decode f32, llama.cpp tg at d1024
 set -u
+if [ "${1:-}" = part ]; then
+  # bench/device_run.sh part partNN: before any setup, so this call carries only the part (and .ll, .var, which stay
+  # in /root/m for the next calls: the mode call's carry then fits 64 MiB beside the model's other half)
+  mkdir -p /root/m && cp ".model/$2" /root/m/ || exit 1
+  [ -f .ll/llama.xz ] && cp .ll/llama.xz /root/m/
+  [ -d .var ] && rm -rf /root/m/var && cp -r .var /root/m/var
+  ls -la /root/m; exit 0
+fi
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target .site .whl/*.whl || exit 1
 export XDG_RUNTIME_DIR=$PWD/.site PYTHONUNBUFFERED=1
@@ -99,7 +109,8 @@ mkdir -p /root/m "$OUT"
 model_and_peer() {
   for p in .model/part0?; do [ -f "$p" ] && cp "$p" /root/m/; done  # a part carried with this call too
   cat /root/m/part0? > /root/m/model.gguf; sha256sum /root/m/model.gguf >&2
-  mkdir -p /root/ll && xz -dc .ll/llama.xz > /root/ll/llama && chmod +x /root/ll/llama
+  lx=.ll/llama.xz; [ -f $lx ] || lx=/root/m/llama.xz  # carried now, or by `part`
+  mkdir -p /root/ll && xz -dc $lx > /root/ll/llama && chmod +x /root/ll/llama
   echo /root/m/model.gguf
 }
 # quick_decode PYTHONPATH NAME CONTEXT ARGS...: one decode_bench row (256 new tokens after CONTEXT, the
@@ -323,6 +334,39 @@ ab31)
         --tokens 512 --out "$OUT/ab_submit_every_$L.json" 2>&1 | grep -E "^\||prompt tok/s"
   done
   llama_pp0
+  ;;
+s32v)
+  # bench/device_run.sh s32v [N] (carry .whl .gl .model/part01 right after `part part00` with .ll .var; .var/main =
+  # `git archive main runtime/bonsai`): the q4res prompt step by kernel (main, this tree), then a 512-token prefill
+  # (best of 5, q4res and f32) of main and this tree, N rounds interleaved; llama.cpp pp512 at depth 0 around them
+  M=$(model_and_peer)
+  llama_pp0 "warm-up"
+  for tree in /root/m/var/main this; do
+    path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
+    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
+        --out "$OUT/probe_${tree##*/}_q4res.json" 2>&1 | grep -E "dispatches per step|blocks|merge|whole step" | sed "s|^|${tree##*/}: |"
+  done
+  for round in $(seq ${2:-2}); do
+    for tree in /root/m/var/main this; do
+      path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
+      for kv in q4res f32; do
+        prompt_rows $path "prefill32_${tree##*/}_${kv}_$round" "$round ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
+      done
+    done
+  done
+  llama_pp0 "after"
+  ;;
+s32)
+  # bench/device_run.sh s32 (carry .whl .gl .ll .model/part01 right after `part part00`): llama.cpp pp512 at depth 0
+  # (its first run warms the machine), pgt31's timelines, prefill 512 rows (q4res, f32), llama.cpp pp512 at depth 0
+  M=$(model_and_peer)
+  llama_pp0 "warm-up"
+  for kv in q4res f32; do
+    PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_gpu_timeline.py --model $M --kv $kv \
+        --out "$OUT/prefill_gpu_timeline_$kv.json" 2>&1 | grep -v -i warn
+  done
+  for kv in q4res f32; do prompt_rows $AFTER prefill_$kv "this $kv" --prefill-kernels tiled --kv $kv; done
+  llama_pp0 "after"
   ;;
 pgt31)
   # bench/device_run.sh pgt31 (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill's passes
@@ -1197,11 +1241,6 @@ long)
   # bench/device_run.sh long (after the part calls; carry .whl .gl .ll): long_forced on this tree
   M=$(model_and_peer)
   long_forced "$AFTER"
-  ;;
-part)
-  # bench/device_run.sh part partNN: carry [.gl, .whl, .model/partNN]; three calls back to back (the machine
-  # keeps its disk ~30 s between calls) leave /root/m/partNN for `compare`
-  cp ".model/$2" "/root/m/$2" && ls -la /root/m
   ;;
 compare)
   # bench/device_run.sh compare (carry also .ll/llama.xz, a copy of ../shared/device/llamacpp/llama.xz): decode/prefill at 1K (f32, q4res) and 8K beside llama.cpp -d 1024,8192
