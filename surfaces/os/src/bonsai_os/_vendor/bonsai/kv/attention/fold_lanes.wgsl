@@ -82,12 +82,11 @@ fn v4(pos: u32, g: u32, j0: u32, k: u32, quick: bool) -> vec4<f32> {
 // The round's running maxima and exponentials, once per (query, position) instead of once per invocation of the
 // query (its LANES invocations computed the same two exponentials for every position, each waiting on the last):
 // `run_max` ping-pongs the prefix maxima of the four queries' scores (position i's in [i], query s in .s), then
-// position i's fold_one operands go to `fold_c` (c_old = exp(m - m_new)) and `fold_e` (e = exp(s - m_new)).
-// max is exact, so the prefix maxima in any order are fold_one's m_new, the same values (a zero's sign aside, which
-// no exponential of a difference sees); each invocation then applies them in position order (fold_apply4).
+// position i's fold_one operands replace what is no longer read: c_old = exp(m - m_new) the other half of run_max,
+// e = exp(s - m_new) the score in `sc`. max is exact, so the prefix maxima in any order are fold_one's m_new, the
+// same values (a zero's sign aside, which no exponential of a difference sees); each invocation then applies them in
+// position order (fold_apply4). Workgroup memory: 2 KiB more than folding one position at a time (HD 64).
 var<workgroup> run_max: array<vec4<f32>, 2u * {{HEAD_DIM}}>;
-var<workgroup> fold_c: array<vec4<f32>, {{HEAD_DIM}}>;
-var<workgroup> fold_e: array<vec4<f32>, {{HEAD_DIM}}>;
 var<workgroup> m_in: vec4<f32>;  // the four queries' m before the round
 
 // fold_one's (l, acc) update for four accumulators, its c_old and e given: the same expressions.
@@ -96,8 +95,9 @@ fn fold_apply4(c_old: f32, e: f32, v: vec4<f32>, l: ptr<function, f32>, acc: ptr
     *acc = *acc * c_old + e * v;
 }
 
-// After the round's scores are in `sc` and each query's m in `m_in`: invocation i makes position i's (c_old, e)
-// for the four queries; returns which half of run_max holds the prefix maxima. Call from uniform control flow.
+// After the round's scores are in `sc` and each query's m in `m_in`: invocation i puts position i's (c_old, e) for
+// the four queries in place (see run_max); returns which half of run_max holds the prefix maxima (the other half
+// holds c_old). Call from uniform control flow.
 fn round_exponentials(i: u32) -> u32 {
     let sv = vec4<f32>(sc[i], sc[HD + i], sc[2u * HD + i], sc[3u * HD + i]);  // past a query's positions: unused
     run_max[i] = sv;
@@ -114,8 +114,12 @@ fn round_exponentials(i: u32) -> u32 {
     let m_new = max(m0, run_max[src * HD + i]);
     var m_old = m0;
     if (i > 0u) { m_old = max(m0, run_max[src * HD + i - 1u]); }
-    fold_c[i] = exp(m_old - m_new);
-    fold_e[i] = exp(sv - m_new);
+    run_max[(1u - src) * HD + i] = exp(m_old - m_new);  // the half no step reads any more
+    let e = exp(sv - m_new);
+    sc[i] = e.x;  // only this invocation read position i's scores
+    sc[HD + i] = e.y;
+    sc[2u * HD + i] = e.z;
+    sc[3u * HD + i] = e.w;
     workgroupBarrier();
     return src;
 }
@@ -139,6 +143,8 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
         if (j0 == 0u) { m_in[s] = *m; }
         workgroupBarrier();
         let src = round_exponentials(i);
+        let co = (1u - src) * HD;  // position k's c_old at run_max[co + k], its e at sc[so + k]
+        let so = s * HD;
         let nb = select(0u, min(HD, hi - b), hi > b);
         var k = 0u;
         for (; k + 8u <= nb; k = k + 8u) {
@@ -151,16 +157,16 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
             let v5 = v4(p0 + 5u, g, j0, k + 5u, quick);
             let v6 = v4(p0 + 6u, g, j0, k + 6u, quick);
             let v7 = v4(p0 + 7u, g, j0, k + 7u, quick);
-            fold_apply4(fold_c[k][s], fold_e[k][s], v0, l, acc);
-            fold_apply4(fold_c[k + 1u][s], fold_e[k + 1u][s], v1, l, acc);
-            fold_apply4(fold_c[k + 2u][s], fold_e[k + 2u][s], v2, l, acc);
-            fold_apply4(fold_c[k + 3u][s], fold_e[k + 3u][s], v3, l, acc);
-            fold_apply4(fold_c[k + 4u][s], fold_e[k + 4u][s], v4_, l, acc);
-            fold_apply4(fold_c[k + 5u][s], fold_e[k + 5u][s], v5, l, acc);
-            fold_apply4(fold_c[k + 6u][s], fold_e[k + 6u][s], v6, l, acc);
-            fold_apply4(fold_c[k + 7u][s], fold_e[k + 7u][s], v7, l, acc);
+            fold_apply4(run_max[co + k][s], sc[so + k], v0, l, acc);
+            fold_apply4(run_max[co + k + 1u][s], sc[so + k + 1u], v1, l, acc);
+            fold_apply4(run_max[co + k + 2u][s], sc[so + k + 2u], v2, l, acc);
+            fold_apply4(run_max[co + k + 3u][s], sc[so + k + 3u], v3, l, acc);
+            fold_apply4(run_max[co + k + 4u][s], sc[so + k + 4u], v4_, l, acc);
+            fold_apply4(run_max[co + k + 5u][s], sc[so + k + 5u], v5, l, acc);
+            fold_apply4(run_max[co + k + 6u][s], sc[so + k + 6u], v6, l, acc);
+            fold_apply4(run_max[co + k + 7u][s], sc[so + k + 7u], v7, l, acc);
         }
-        for (; k < nb; k = k + 1u) { fold_apply4(fold_c[k][s], fold_e[k][s], v4(b + k, g, j0, k, quick), l, acc); }
+        for (; k < nb; k = k + 1u) { fold_apply4(run_max[co + k][s], sc[so + k], v4(b + k, g, j0, k, quick), l, acc); }
         if (nb > 0u) { *m = max(*m, run_max[src * HD + nb - 1u][s]); }  // fold_one's last m_new
         workgroupBarrier();  // the scores, maxima and exponentials are read by all before the next round
     }
