@@ -338,7 +338,8 @@ ab31)
 s32v)
   # bench/device_run.sh s32v [N] (carry .whl .gl .model/part01 right after `part part00` with .ll .var; .var/main =
   # `git archive main runtime/bonsai`): the q4res prompt step by kernel (main, this tree), then a 512-token prefill
-  # (best of 5, q4res and f32) of main and this tree, N rounds interleaved; llama.cpp pp512 at depth 0 around them
+  # (best of 5, q4res and f32) of main and this tree, N rounds interleaved; llama.cpp pp512 at depth 0 around them;
+  # this tree's q4res prompt step by the GPU's clock in the flow (prefill_gpu_timeline.py)
   M=$(model_and_peer)
   llama_pp0 "warm-up"
   for tree in /root/m/var/main this; do
@@ -355,6 +356,8 @@ s32v)
     done
   done
   llama_pp0 "after"
+  PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
+      --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
   ;;
 s32)
   # bench/device_run.sh s32 (carry .whl .gl .ll .model/part01 right after `part part00`): llama.cpp pp512 at depth 0
