@@ -337,24 +337,28 @@ ab31)
   ;;
 s32v)
   # bench/device_run.sh s32v [N] (carry .whl .gl .model/part01 right after `part part00` with .ll .var; .var/main =
-  # `git archive main runtime/bonsai`): the q4res prompt step by kernel (main, this tree), then a 512-token prefill
-  # (best of 5, q4res and f32) of main and this tree, N rounds interleaved; llama.cpp pp512 at depth 0 around them;
-  # this tree's q4res prompt step by the GPU's clock in the flow (prefill_gpu_timeline.py)
+  # `git archive main runtime/bonsai`): a 512-token prefill (best of 5, q4res and f32) of this tree and main, round 1;
+  # llama.cpp pp512 at depth 0; the q4res prompt step by kernel (this, main); rounds 2..N; llama.cpp again; this
+  # tree's q4res prompt step by the GPU's clock in the flow (prefill_gpu_timeline.py). Most wanted first: a call cut
+  # short still brings the rows.
   M=$(model_and_peer)
   llama_pp0 "warm-up"
-  for tree in /root/m/var/main this; do
+  rows32() {
+    for kv in q4res f32; do
+      for tree in this /root/m/var/main; do
+        path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
+        prompt_rows $path "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
+      done
+    done
+  }
+  rows32 1
+  llama_pp0 "llama"
+  for tree in this /root/m/var/main; do
     path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
     PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
         --out "$OUT/probe_${tree##*/}_q4res.json" 2>&1 | grep -E "dispatches per step|blocks|merge|whole step" | sed "s|^|${tree##*/}: |"
   done
-  for round in $(seq ${2:-2}); do
-    for tree in /root/m/var/main this; do
-      path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
-      for kv in q4res f32; do
-        prompt_rows $path "prefill32_${tree##*/}_${kv}_$round" "$round ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
-      done
-    done
-  done
+  for round in $(seq 2 ${2:-2}); do rows32 $round; done
   llama_pp0 "after"
   PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
       --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
