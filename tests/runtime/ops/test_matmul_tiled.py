@@ -267,7 +267,7 @@ TILED_MUTANTS = [  # (what, old, new, check): each must make its check fail
 SPLIT_SUM_MUTANTS = [
     ("the last part left out of the sum", "for (var z = 1u; z < SPLIT; z++)", "for (var z = 1u; z + 1u < SPLIT; z++)"),
     ("the sum written over y where it accumulates", "if (ACCUM) { y[yi] = y[yi] + s; }", "if (ACCUM) { y[yi] = s; }"),
-    ("the second part read from the first", "s = s + part[z * n * p[2] + i];", "s = s + part[i];"),
+    ("the second part read from the first", "s = s + part_at(z * count + i);", "s = s + part_at(i);"),
 ]
 
 
@@ -326,12 +326,12 @@ def _fused_sum_ok(gpu) -> bool:
 
 
 FUSED_SUM_MUTANTS = [
-    ("the last part left out of the sum", "for (var z = 1u; z < SPLIT; z++) { s = s + y2[",
-     "for (var z = 1u; z + 1u < SPLIT; z++) { s = s + y2["),
-    ("the sum written over y where it accumulates", "if (ACCUM) { y[yi] = y[yi] + s; } else { y[yi] = s; }\n    }\n}",
-     "if (ACCUM) { y[yi] = s; } else { y[yi] = s; }\n    }\n}"),
-    ("the parts summed in another order", "var s = y2[i];\n        for (var z = 1u; z < SPLIT; z++) { s = s + y2[z * n * nt + i]; }",
-     "var s = y2[(SPLIT - 1u) * n * nt + i];\n        for (var z = 1u; z < SPLIT; z++) { s = s + y2[(SPLIT - 1u - z) * n * nt + i]; }"),
+    # split_parts.wgsl's code, as main_sum includes it (split_sum.wgsl includes the same: SPLIT_SUM_MUTANTS)
+    ("the last part left out of the sum", "for (var z = 1u; z < SPLIT; z++)", "for (var z = 1u; z + 1u < SPLIT; z++)"),
+    ("the sum written over y where it accumulates", "if (ACCUM) { y[yi] = y[yi] + s; }", "if (ACCUM) { y[yi] = s; }"),
+    ("the parts summed in another order", "var s = part_at(i);\n    for (var z = 1u; z < SPLIT; z++) { s = s + part_at(z * count + i); }",
+     "var s = part_at((SPLIT - 1u) * count + i);\n    for (var z = 1u; z < SPLIT; z++) { s = s + part_at((SPLIT - 1u - z) * count + i); }"),
+    ("main_sum's parts read from y", "fn part_at(i: u32) -> f32 { return y2[i]; }", "fn part_at(i: u32) -> f32 { return y[i]; }"),
     ("the tile counter never reset", "if (last) { atomicStore(&tile_count[c], 0u); }", ""),
     ("summed by the first part to finish", "atomicAdd(&tile_count[c], 1u) + 1u == SPLIT", "atomicAdd(&tile_count[c], 1u) == 0u"),
     ("one counter for a row of tiles", "let c = wid.y * groups.x + wid.x;", "let c = wid.y;"),
