@@ -244,7 +244,8 @@ var<workgroup> last_s: u32;  // main_sum: 1 in the workgroup that sums the tile'
 // each workgroup writes its part, makes it visible on the device (storageBarrier: a device-scope release, every
 // invocation's stores done) and counts itself in its tile's counter; the one that counts the tile's last part resets
 // the counter for the next dispatch, makes the others' parts visible to itself (a device-scope acquire) and adds
-// them into y as split_sum.wgsl does (the same sums in part order, so its bits), one dispatch a product fewer.
+// them into y with split_sum.wgsl's code (split_parts.wgsl: its sums in part order, so its bits), one dispatch a
+// product fewer.
 // blocks.wgsl's fold_merge does the same for the attention's blocks.
 @group(0) @binding(8) var<storage, read_write> tile_count: array<atomic<u32>>;  // [token tiles][row tiles]
 
@@ -262,17 +263,16 @@ fn main_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     if (workgroupUniformLoad(&last_s) == 0u) { return; }
     storageBarrier();
     let n = p[0]; let nt = p[2];
-    for (var o = li; o < BM * BN; o += WG) {  // the tile's outputs, row fastest (split_sum.wgsl's order of i)
+    for (var o = li; o < BM * BN; o += WG) {  // the tile's outputs
         let r = wid.x * BM + o % BM;
         let t = wid.y * BN + o / BM;
-        if (r >= n || t >= nt) { continue; }
-        let i = t * n + r;
-        var s = y2[i];
-        for (var z = 1u; z < SPLIT; z++) { s = s + y2[z * n * nt + i]; }
-        let yi = t * p[5] + p[6] + r;
-        if (ACCUM) { y[yi] = y[yi] + s; } else { y[yi] = s; }
+        if (r < n && t < nt) { add_parts(t * n + r, n * nt, t * p[5] + p[6] + r); }
     }
 }
+
+fn part_at(i: u32) -> f32 { return y2[i]; }  // SPLIT's parts
+
+//#include "split_parts.wgsl"
 
 // The tile of workgroup wid (and part wid.z of K where SPLIT): stored into y, or into part wid.z of y2.
 fn product(wid: vec3<u32>, li: u32) {
