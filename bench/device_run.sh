@@ -59,7 +59,6 @@
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
 #   bench/device_run.sh s32v [N]    # session 32: q4res prompt step by kernel main / this, prefill 512 main / this N rounds, llama.cpp
-#   bench/device_run.sh s32         # session 32: llama.cpp pp512 d0, pgt31, prefill 512 rows (q4res, f32), llama.cpp again
 #   bench/device_run.sh pgt31       # session 31: a prompt step's passes and kernels by the GPU's clock in the flow (q4res, f32)
 #   bench/device_run.sh ab31 [L...]  # session 31: prefill_ab submit-every L layers (q4res, f32), llama.cpp pp512 d0
 #   bench/device_run.sh s31v [N]    # session 31: prefill 512 of this tree and each .var/NAME (q4res, f32), N rounds, llama.cpp pp512 d0
@@ -337,43 +336,30 @@ ab31)
   ;;
 s32v)
   # bench/device_run.sh s32v [N] (carry .whl .gl .model/part01 right after `part part00` with .ll .var; .var/main =
-  # `git archive main runtime/bonsai`): a 512-token prefill (best of 5, q4res and f32) of this tree and main, round 1;
-  # llama.cpp pp512 at depth 0; the q4res prompt step by kernel (this, main); rounds 2..N; llama.cpp again; this
-  # tree's q4res prompt step by the GPU's clock in the flow (prefill_gpu_timeline.py). Most wanted first: a call cut
-  # short still brings the rows.
+  # `git archive 6de6bc1 runtime/bonsai`, the head before session 32's kernels): a 512-token prefill (best of 5,
+  # q4res and f32) of this tree and main, round 1; llama.cpp pp512 at depth 0; the q4res prompt step by kernel (this,
+  # main); rounds 2..N; llama.cpp again; this tree's q4res prompt step by the GPU's clock in the flow
+  # (prefill_gpu_timeline.py). Most wanted first: a call cut short still brings the rows.
   M=$(model_and_peer)
   llama_pp0 "warm-up"
+  tree_path() { if [ $1 = this ]; then echo $AFTER; else echo $PWD/.site:$1/runtime; fi; }
   rows32() {
     for kv in q4res f32; do
       for tree in this /root/m/var/main; do
-        path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
-        prompt_rows $path "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
+        prompt_rows $(tree_path $tree) "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
       done
     done
   }
   rows32 1
   llama_pp0 "llama"
   for tree in this /root/m/var/main; do
-    path=$AFTER; [ $tree != this ] && path=$PWD/.site:$tree/runtime
-    PYTHONPATH=$path timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
+    PYTHONPATH=$(tree_path $tree) timeout 150 python3 bench/kernel_probe.py --model $M --kv q4res --prefill 512 --reps 20 \
         --out "$OUT/probe_${tree##*/}_q4res.json" 2>&1 | grep -E "dispatches per step|blocks|merge|whole step" | sed "s|^|${tree##*/}: |"
   done
   for round in $(seq 2 ${2:-2}); do rows32 $round; done
   llama_pp0 "after"
   PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
       --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
-  ;;
-s32)
-  # bench/device_run.sh s32 (carry .whl .gl .ll .model/part01 right after `part part00`): llama.cpp pp512 at depth 0
-  # (its first run warms the machine), pgt31's timelines, prefill 512 rows (q4res, f32), llama.cpp pp512 at depth 0
-  M=$(model_and_peer)
-  llama_pp0 "warm-up"
-  for kv in q4res f32; do
-    PYTHONPATH=$AFTER timeout 150 python3 bench/prefill_gpu_timeline.py --model $M --kv $kv \
-        --out "$OUT/prefill_gpu_timeline_$kv.json" 2>&1 | grep -v -i warn
-  done
-  for kv in q4res f32; do prompt_rows $AFTER prefill_$kv "this $kv" --prefill-kernels tiled --kv $kv; done
-  llama_pp0 "after"
   ;;
 pgt31)
   # bench/device_run.sh pgt31 (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill's passes
