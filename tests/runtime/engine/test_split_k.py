@@ -1,6 +1,5 @@
 """A prompt step whose tiled products split K (`tiled.split_for`), through the engine with a GPU adapter's kernels on
-lavapipe: the logits of whole K within the op tests' bound, the same greedy tokens, and the split really taken; the
-parts added in the product's dispatch (main_sum) with the bits of split_sum.wgsl's."""
+lavapipe: the logits of whole K within the op tests' bound, the same greedy tokens, and the split really taken."""
 
 from __future__ import annotations
 
@@ -25,11 +24,9 @@ def engine(tmp_path_factory):
     return load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=96, batch=48, progress=False)
 
 
-def _run(engine, monkeypatch, split: bool, fused: bool = False) -> tuple[np.ndarray, list[int], int]:
-    """(prompt logits, 6 greedy tokens after it, split_sum dispatches in the prompt's step); fused: the parts added
-    in the product's own dispatch (matmul_tiled.wgsl's main_sum), else by split_sum.wgsl."""
+def _run(engine, monkeypatch, split: bool) -> tuple[np.ndarray, list[int], int]:
+    """(prompt logits, 6 greedy tokens after it, split_sum dispatches in the prompt's step)."""
     monkeypatch.setattr(tiled, "SPLIT_GROUPS", SPLIT_GROUPS if split else None)
-    monkeypatch.setattr(tiled, "FUSE_SPLIT_SUM", fused)
     monkeypatch.setattr(tiled, "MIN_PART_CHUNKS", 1)  # the tiny model's 128 and 256 columns: 4 and 8 chunks
     sums = []
     real = engine.gpu.dispatch
@@ -49,11 +46,3 @@ def test_a_prompt_with_split_k_keeps_the_logits_and_tokens_of_whole_k(engine, mo
     assert whole[2] == 0 and split[2] == 2 * TINY["n_layers"] + 1  # wo and down in every layer, the head's logits
     assert np.allclose(split[0], whole[0], rtol=0, atol=1e-4 * np.abs(whole[0]).max())
     assert split[1] == whole[1]
-
-
-def test_the_sum_in_the_product_keeps_the_bits_of_split_sum(engine, monkeypatch):
-    """Split K's parts added by the last workgroup of each tile (one dispatch a product) give the prompt's logits of
-    split_sum.wgsl's dispatch bit for bit, and the same tokens after it."""
-    apart, fused = _run(engine, monkeypatch, True), _run(engine, monkeypatch, True, fused=True)
-    assert apart[2] == 2 * TINY["n_layers"] + 1 and fused[2] == 0
-    assert np.array_equal(fused[0].view(np.uint32), apart[0].view(np.uint32)) and fused[1] == apart[1]
