@@ -8,14 +8,13 @@ const ACCUM: bool = {{ACCUM}};   // add into y (the fused residual) instead of o
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;   // (t, y_stride), rows at y_offset
 @group(0) @binding(2) var<storage, read> p: array<u32>;         // the matmul's params: n, k, t, _, _, y_stride, y_offset
 
-fn part_at(i: u32) -> f32 { return part[i]; }
-
-//#include "split_parts.wgsl"
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = p[0];
     let i = gid.x;  // t * n + r
     if (i >= n * p[2]) { return; }
-    add_parts(i, n * p[2], (i / n) * p[5] + p[6] + i % n);
+    var s = part[i];
+    for (var z = 1u; z < SPLIT; z++) { s = s + part[z * n * p[2] + i]; }
+    let yi = (i / n) * p[5] + p[6] + i % n;
+    if (ACCUM) { y[yi] = y[yi] + s; } else { y[yi] = s; }
 }

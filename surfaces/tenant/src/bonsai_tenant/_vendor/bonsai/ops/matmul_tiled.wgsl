@@ -31,7 +31,7 @@ const NX: u32 = 8u * BN / WG;    // activation items (a token's vec4) each invoc
 const ACCUM: bool = {{ACCUM}};   // add into y (fused residual) instead of overwriting it
 const OUT: u32 = {{OUT}}u;       // as matmul.wgsl: 0 plain, 1 SwiGLU (rows gate_i, up_i), 2 split into y, y2, y3
 const SPLIT: u32 = {{SPLIT}}u;   // parts of K (OUT 0 only): workgroup z sums chunks [z nc / SPLIT, (z + 1) nc / SPLIT)
-                                 // into part z of y2 ([SPLIT, t, n]); split_sum.wgsl (or main_sum) adds the parts into y
+                                 // into part z of y2 ([SPLIT, t, n]); split_sum.wgsl adds the parts into y
 const NORM: bool = {{NORM}};
 const ROPE: bool = {{ROPE}};
 const ROPE_HD: u32 = max({{ROPE_HD}}u, 2u);  // never 0: Tint (Chrome) rejects a constant zero divisor even where ROPE leaves it dead
@@ -235,47 +235,6 @@ fn round2(acc: Acc, kk: u32, tr: u32, tc: u32) -> Acc {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    product(wid, li);
-}
-
-var<workgroup> last_s: u32;  // main_sum: 1 in the workgroup that sums the tile's parts
-
-// SPLIT's sum in the product's dispatch (where the adapter binds its nine storage buffers; `tiled.FUSE_SPLIT_SUM`):
-// each workgroup writes its part, makes it visible on the device (storageBarrier: a device-scope release, every
-// invocation's stores done) and counts itself in its tile's counter; the one that counts the tile's last part resets
-// the counter for the next dispatch, makes the others' parts visible to itself (a device-scope acquire) and adds
-// them into y with split_sum.wgsl's code (split_parts.wgsl: its sums in part order, so its bits), one dispatch a
-// product fewer.
-// blocks.wgsl's fold_merge does the same for the attention's blocks.
-@group(0) @binding(8) var<storage, read_write> tile_count: array<atomic<u32>>;  // [token tiles][row tiles]
-
-@compute @workgroup_size(WG)
-fn main_sum(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
-            @builtin(num_workgroups) groups: vec3<u32>) {
-    product(wid, li);
-    storageBarrier();
-    if (li == 0u) {
-        let c = wid.y * groups.x + wid.x;
-        let last = atomicAdd(&tile_count[c], 1u) + 1u == SPLIT;
-        if (last) { atomicStore(&tile_count[c], 0u); }
-        last_s = select(0u, 1u, last);
-    }
-    if (workgroupUniformLoad(&last_s) == 0u) { return; }
-    storageBarrier();
-    let n = p[0]; let nt = p[2];
-    for (var o = li; o < BM * BN; o += WG) {  // the tile's outputs
-        let r = wid.x * BM + o % BM;
-        let t = wid.y * BN + o / BM;
-        if (r < n && t < nt) { add_parts(t * n + r, n * nt, t * p[5] + p[6] + r); }
-    }
-}
-
-fn part_at(i: u32) -> f32 { return y2[i]; }  // SPLIT's parts
-
-//#include "split_parts.wgsl"
-
-// The tile of workgroup wid (and part wid.z of K where SPLIT): stored into y, or into part wid.z of y2.
-fn product(wid: vec3<u32>, li: u32) {
     let n = p[0]; let k = p[1]; let nt = p[2]; let row_bytes = p[3];
     let xs_ = p[4] / 4u; let xo = p[7] / 4u;
     let r0 = wid.x * BM;

@@ -99,13 +99,6 @@ def applies(m: Any, t: int) -> bool:
 SPLIT_GROUPS: int | None = 256
 MAX_SPLIT, MIN_PART_CHUNKS = 4, 4
 _PARTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per device: the parts' buffer
-# The parts added by the last workgroup of each tile to finish, in the product's dispatch (matmul_tiled.wgsl's
-# main_sum, SUM_BUFFERS storage buffers: only where the adapter binds that many), instead of split_sum.wgsl's
-# dispatch after it: the same sums in part order, one dispatch fewer per split product (two a layer of the default
-# model's prompt steps). bench/NOTES.md, session 32.
-FUSE_SPLIT_SUM = True
-SUM_BUFFERS = 9
-_COUNTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # per device: main_sum's tile counters
 
 
 def grid(m: Any, t: int, tile: Tile) -> tuple[int, int]:
@@ -125,9 +118,9 @@ def split_for(m: Any, t: int, out: int, tile: Tile) -> int:
 
 
 def kernel(gpu: Any, m: Any, accum: bool, out: int, tile: Tile, split: int = 1, norm: bool = False,
-           rope_hd: int = 0, entry: str = "main") -> Any:
+           rope_hd: int = 0) -> Any:
     tile.check(gpu.limits.max_invocations)
-    return gpu.kernel(__package__, "matmul_tiled.wgsl", entry, QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
+    return gpu.kernel(__package__, "matmul_tiled.wgsl", QTYPE=m.qtype.ggml_id, BM=tile.bm, BN=tile.bn, TM=tile.tm,
                       ACCUM=accum, OUT=out, SPLIT=split, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
 
 
@@ -142,27 +135,16 @@ def dispatch(gpu: Any, m: Any, buffers: list[Any], t: int, accum: bool, out: int
         gpu.dispatch(kernel(gpu, m, accum, out, tile, norm=norm, rope_hd=rope_hd), buffers, groups)
         return
     w, x, y, prm, _, y3, nw, rp = buffers
-    parts = _grown(_PARTS, gpu, split * t * m.rows * 4)
-    if sums_in_product(gpu):  # the last part of each tile adds them (main_sum): one dispatch
-        counts = _grown(_COUNTS, gpu, groups[0] * groups[1] * 4)
-        gpu.dispatch(kernel(gpu, m, accum, out, tile, split, norm=norm, entry="main_sum"),
-                     [w, x, y, prm, parts, y3, nw, rp, counts], (*groups, split))
-        return
+    parts = _parts(gpu, split * t * m.rows * 4)
     gpu.dispatch(kernel(gpu, m, False, out, tile, split, norm=norm), [w, x, y, prm, parts, y3, nw, rp],
                  (*groups, split))
     gpu.dispatch(gpu.kernel(__package__, "split_sum.wgsl", SPLIT=split, ACCUM=accum), [parts, y, prm],
                  workgroups(t * m.rows, 256))
 
 
-def sums_in_product(gpu: Any) -> bool:
-    """Whether split K's parts are added in the product's own dispatch (main_sum) rather than split_sum.wgsl's."""
-    return FUSE_SPLIT_SUM and gpu.limits.max_storage_buffers >= SUM_BUFFERS
-
-
-def _grown(buffers: weakref.WeakKeyDictionary[Any, Any], gpu: Any, nbytes: int) -> Any:
-    """The device's buffer of `buffers` (split K's parts, main_sum's tile counters), at least `nbytes` (grown as
-    needed, kept for later products; a new one is zeros, as main_sum's counters must start)."""
-    buf = buffers.get(gpu)
+def _parts(gpu: Any, nbytes: int) -> Any:
+    """The device's buffer for split K's parts, at least `nbytes` (grown as needed, kept for its later products)."""
+    buf = _PARTS.get(gpu)
     if buf is None or int(buf.size) < nbytes:
-        buf = buffers[gpu] = gpu.buffer(nbytes)
+        buf = _PARTS[gpu] = gpu.buffer(nbytes)
     return buf

@@ -6,10 +6,9 @@
 // from one load of its K row (each score the sequential dot product of pos_score). Then invocation (s, lane) =
 // (i / LANES, i % LANES) folds query s's positions into its (m, l) and four accumulators acc[4 lane .. 4 lane + 3]:
 // each position's two exponentials serve four dimensions, where fold_block's invocations compute them for one
-// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md session 23), and they are
-// computed once per (query, position) for all the query's lanes (`round_exponentials`, session 32), so no lane waits
-// on an exponential between two positions. Every (m, l, acc[j]) sees fold_one's values in fold_range's order, so
-// each block's fold has fold_block's bits, and the merge (merge_blocks.wgsl) reads them from the same place.
+// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md session 23). Every (m, l,
+// acc[j]) sees fold_one's operations in fold_range's order, so each block's fold has fold_block's bits, and the
+// merge (merge_blocks.wgsl) reads them from the same place.
 
 const LANES: u32 = HD / 4u;  // invocations per query token
 
@@ -79,49 +78,14 @@ fn v4(pos: u32, g: u32, j0: u32, k: u32, quick: bool) -> vec4<f32> {
                      pos_v(pos, g, j0 + 2u, vs[k], vm[k]), pos_v(pos, g, j0 + 3u, vs[k], vm[k]));
 }
 
-// The round's running maxima and exponentials, once per (query, position) instead of once per invocation of the
-// query (its LANES invocations computed the same two exponentials for every position, each waiting on the last):
-// `run_max` ping-pongs the prefix maxima of the four queries' scores (position i's in [i], query s in .s), then
-// position i's fold_one operands replace what is no longer read: c_old = exp(m - m_new) the other half of run_max,
-// e = exp(s - m_new) the score in `sc`. max is exact, so the prefix maxima in any order are fold_one's m_new, the
-// same values (a zero's sign aside, which no exponential of a difference sees); each invocation then applies them in
-// position order (fold_apply4). Workgroup memory: 2 KiB more than folding one position at a time (HD 64).
-var<workgroup> run_max: array<vec4<f32>, 2u * {{HEAD_DIM}}>;
-var<workgroup> m_in: vec4<f32>;  // the four queries' m before the round
-
-// fold_one's (l, acc) update for four accumulators, its c_old and e given: the same expressions.
-fn fold_apply4(c_old: f32, e: f32, v: vec4<f32>, l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
+// fold_one for four accumulators: one position (score s, V values v) into (m, l, acc).
+fn fold_one4(s: f32, v: vec4<f32>, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
+    let m_new = max(*m, s);
+    let c_old = exp(*m - m_new);
+    let e = exp(s - m_new);
     *l = *l * c_old + e;
     *acc = *acc * c_old + e * v;
-}
-
-// After the round's scores are in `sc` and each query's m in `m_in`: invocation i puts position i's (c_old, e) for
-// the four queries in place (see run_max); returns which half of run_max holds the prefix maxima (the other half
-// holds c_old). Call from uniform control flow.
-fn round_exponentials(i: u32) -> u32 {
-    let sv = vec4<f32>(sc[i], sc[HD + i], sc[2u * HD + i], sc[3u * HD + i]);  // past a query's positions: unused
-    run_max[i] = sv;
-    workgroupBarrier();
-    var src = 0u;
-    for (var d = 1u; d < HD; d = d * 2u) {  // Hillis-Steele: after the step, [i] holds the max of [i - 2d + 1, i]
-        var v = run_max[src * HD + i];
-        if (i >= d) { v = max(run_max[src * HD + i - d], v); }
-        run_max[(1u - src) * HD + i] = v;
-        src = 1u - src;
-        workgroupBarrier();
-    }
-    let m0 = m_in;
-    let m_new = max(m0, run_max[src * HD + i]);
-    var m_old = m0;
-    if (i > 0u) { m_old = max(m0, run_max[src * HD + i - 1u]); }
-    run_max[(1u - src) * HD + i] = exp(m_old - m_new);  // the half no step reads any more
-    let e = exp(sv - m_new);
-    sc[i] = e.x;  // only this invocation read position i's scores
-    sc[HD + i] = e.y;
-    sc[2u * HD + i] = e.z;
-    sc[3u * HD + i] = e.w;
-    workgroupBarrier();
-    return src;
+    *m = m_new;
 }
 
 // Fold positions [lo, hi) into query s's (m, l, acc) (dimensions j0 ..), as fold_range does for one dimension;
@@ -131,6 +95,7 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
                l: ptr<function, f32>, acc: ptr<function, vec4<f32>>) {
     stage_group_scales(lo, hi_all, g, i);
     let quick = V_QUICK4 && !in_residual(lo);
+    let so = s * HD;
     for (var b = lo; b < hi_all; b = b + HD) {
         if (b + i < hi_all) {
             let s4 = score4(b + i, g);
@@ -140,11 +105,7 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
             sc[3u * HD + i] = s4.w;
             load_v_scale(b + i, g, i);
         }
-        if (j0 == 0u) { m_in[s] = *m; }
         workgroupBarrier();
-        let src = round_exponentials(i);
-        let co = (1u - src) * HD;  // position k's c_old at run_max[co + k], its e at sc[so + k]
-        let so = s * HD;
         let nb = select(0u, min(HD, hi - b), hi > b);
         var k = 0u;
         for (; k + 8u <= nb; k = k + 8u) {
@@ -157,18 +118,17 @@ fn fold_range4(lo: u32, hi_all: u32, hi: u32, g: u32, s: u32, j0: u32, i: u32, m
             let v5 = v4(p0 + 5u, g, j0, k + 5u, quick);
             let v6 = v4(p0 + 6u, g, j0, k + 6u, quick);
             let v7 = v4(p0 + 7u, g, j0, k + 7u, quick);
-            fold_apply4(run_max[co + k][s], sc[so + k], v0, l, acc);
-            fold_apply4(run_max[co + k + 1u][s], sc[so + k + 1u], v1, l, acc);
-            fold_apply4(run_max[co + k + 2u][s], sc[so + k + 2u], v2, l, acc);
-            fold_apply4(run_max[co + k + 3u][s], sc[so + k + 3u], v3, l, acc);
-            fold_apply4(run_max[co + k + 4u][s], sc[so + k + 4u], v4_, l, acc);
-            fold_apply4(run_max[co + k + 5u][s], sc[so + k + 5u], v5, l, acc);
-            fold_apply4(run_max[co + k + 6u][s], sc[so + k + 6u], v6, l, acc);
-            fold_apply4(run_max[co + k + 7u][s], sc[so + k + 7u], v7, l, acc);
+            fold_one4(sc[so + k], v0, m, l, acc);
+            fold_one4(sc[so + k + 1u], v1, m, l, acc);
+            fold_one4(sc[so + k + 2u], v2, m, l, acc);
+            fold_one4(sc[so + k + 3u], v3, m, l, acc);
+            fold_one4(sc[so + k + 4u], v4_, m, l, acc);
+            fold_one4(sc[so + k + 5u], v5, m, l, acc);
+            fold_one4(sc[so + k + 6u], v6, m, l, acc);
+            fold_one4(sc[so + k + 7u], v7, m, l, acc);
         }
-        for (; k < nb; k = k + 1u) { fold_apply4(run_max[co + k][s], sc[so + k], v4(b + k, g, j0, k, quick), l, acc); }
-        if (nb > 0u) { *m = max(*m, run_max[src * HD + nb - 1u][s]); }  // fold_one's last m_new
-        workgroupBarrier();  // the scores, maxima and exponentials are read by all before the next round
+        for (; k < nb; k = k + 1u) { fold_one4(sc[so + k], v4(b + k, g, j0, k, quick), m, l, acc); }
+        workgroupBarrier();  // the scores are read by all before the next round overwrites them
     }
 }
 
