@@ -361,6 +361,18 @@ s32v)
   PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
       --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
   ;;
+k32)
+  # bench/device_run.sh k32 [KV...] (as s32v): a 512-token prompt step by kernel (kernel_probe, every kernel), this tree
+  # and /root/m/var/main, for each KV mode (default q4res f32)
+  M=$(model_and_peer)
+  for kv in ${@:2}; do
+    for tree in this /root/m/var/main; do
+      PYTHONPATH=$(if [ $tree = this ]; then echo $AFTER; else echo $PWD/.site:$tree/runtime; fi) timeout 100 \
+          python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 20 2>&1 | grep -v -i warn | cut -c1-130 \
+          | sed "s|^|${tree##*/} $kv: |"
+    done
+  done
+  ;;
 pgt31)
   # bench/device_run.sh pgt31 (carry .whl .gl .ll .model/part01 right after `part part00`): a 512-token prefill's passes
   # and kernels by the GPU's clock in the real flow (prefill_gpu_timeline.py), q4res and f32
