@@ -43,6 +43,7 @@ class Activations:
 
 
 BATCH_SUBMIT_EVERY = 2  # layers per submit for batches (Forward.batch_submit_every)
+BATCH_FIRST_SUBMIT = 1  # a batch's first submit after this many layers (Forward.batch_first_submit)
 HISTORY = 63  # steps one GPU-resident block may run between readbacks (its ids ride on one KV readback)
 
 
@@ -87,6 +88,9 @@ class GpuModel:
         # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
         # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
         self.batch_submit_every = BATCH_SUBMIT_EVERY
+        # the first after the first layer alone (BATCH_FIRST_SUBMIT; 0: none apart), so the GPU starts one layer's
+        # recording sooner (~0.2 ms of a 512-token step's ~12 on the H100, bench/NOTES.md session 33)
+        self.batch_first_submit = BATCH_FIRST_SUBMIT
         # and each of those submits starts reading the rows recorded so far (`KVCache.read_ahead`), so the step's
         # sync commits the first layers' rows to the host master while the GPU works on the last ones. Only where
         # a read can stay in flight on a GPU of its own (on CPU adapters the "GPU" is the host's cores)
@@ -200,8 +204,9 @@ class GpuModel:
         mm.dispatch_embed(g, e, a.token if from_token else a.ids, a.x, self.params.block(e.params(t, 0, c.dim)), t)
         norm_prm = self.params.block(rmsnorm.params(t, c.dim, c.dim, c.dim, c.rms_eps))
         every = self.submit_every if t == 1 else self.batch_submit_every
+        first = 0 if t == 1 else self.batch_first_submit
         for layer, lw in enumerate(self.w.layers):
-            if every and layer and layer % every == 0:
+            if every and layer and (layer % every == 0 or layer == first):
                 if t > 1 and self.read_ahead:
                     self.cache.read_ahead()  # the rows of the layers so far go with this submit
                 g.flush()
