@@ -58,6 +58,9 @@
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
+#   bench/device_run.sh ab33 [N]    # session 33: prefill 512 of this tree and .var/main (q4res, f32), N rounds, llama.cpp pp512 d0
+#   bench/device_run.sh k32 KV...   # session 32: a prompt step by every kernel, this tree and .var/main
+#   bench/device_run.sh blk32 KV... # session 32: a prompt step's attention with 16, 32, 64 positions a block
 #   bench/device_run.sh s32v [N]    # session 32: q4res prompt step by kernel main / this, prefill 512 main / this N rounds, llama.cpp
 #   bench/device_run.sh pgt31       # session 31: a prompt step's passes and kernels by the GPU's clock in the flow (q4res, f32)
 #   bench/device_run.sh ab31 [L...]  # session 31: prefill_ab submit-every L layers (q4res, f32), llama.cpp pp512 d0
@@ -270,6 +273,16 @@ gpu_tests() {
   (cd "$T" && PYTHONPATH=$OLDPWD/.site:$PWD/runtime:$PWD timeout 300 python3 -m pytest -q -o addopts="" \
       -p no:cacheprovider "$@" 2>&1 | grep -vi warn | tail -40)
 }
+# tree_path TREE: PYTHONPATH of "this" tree or of a runtime tree given by its directory (s32v on)
+tree_path() { if [ $1 = this ]; then echo $AFTER; else echo $PWD/.site:$1/runtime; fi; }
+# rows32 ROUND: prefill 512 (best of 5) of this tree and /root/m/var/main, q4res then f32 (s32v, ab33)
+rows32() {
+  for kv in q4res f32; do
+    for tree in this /root/m/var/main; do
+      prompt_rows $(tree_path $tree) "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
+    done
+  done
+}
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 gputests)
@@ -342,14 +355,6 @@ s32v)
   # (prefill_gpu_timeline.py). Most wanted first: a call cut short still brings the rows.
   M=$(model_and_peer)
   llama_pp0 "warm-up"
-  tree_path() { if [ $1 = this ]; then echo $AFTER; else echo $PWD/.site:$1/runtime; fi; }
-  rows32() {
-    for kv in q4res f32; do
-      for tree in this /root/m/var/main; do
-        prompt_rows $(tree_path $tree) "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
-      done
-    done
-  }
   rows32 1
   llama_pp0 "llama"
   for tree in this /root/m/var/main; do
@@ -361,6 +366,15 @@ s32v)
   PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
       --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
   ;;
+ab33)
+  # bench/device_run.sh ab33 [N] (as s32v; .var/main = main's runtime): prefill 512 of this tree and main, q4res and
+  # f32, N rounds (default 4), llama.cpp pp512 d0 before and after
+  M=$(model_and_peer)
+  llama_pp0 "warm-up"
+  llama_pp0 "llama"
+  for round in $(seq ${2:-4}); do rows32 $round; done
+  llama_pp0 "after"
+  ;;
 k32)
   # bench/device_run.sh k32 [KV...] (as s32v): a 512-token prompt step by kernel (kernel_probe, every kernel), this tree
   # and /root/m/var/main, for each KV mode (default q4res f32)
@@ -370,6 +384,17 @@ k32)
       PYTHONPATH=$(if [ $tree = this ]; then echo $AFTER; else echo $PWD/.site:$tree/runtime; fi) timeout 100 \
           python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 20 2>&1 | grep -v -i warn | cut -c1-130 \
           | sed "s|^|${tree##*/} $kv: |"
+    done
+  done
+  ;;
+blk32)
+  # bench/device_run.sh blk32 [KV...] (as s32v): a 512-token prompt step's attention kernels and the whole step
+  # (kernel_probe) with 16, 32 and 64 positions a block, this tree, for each KV mode
+  M=$(model_and_peer)
+  for kv in ${@:2}; do
+    for block in 64 32 16 64; do
+      PYTHONPATH=$AFTER timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 20 \
+          --block $block 2>&1 | grep -E "blocks.wgsl|merge|whole step|Error|error" | cut -c1-130 | sed "s|^|$kv block $block: |"
     done
   done
   ;;
