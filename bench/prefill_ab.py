@@ -7,7 +7,8 @@ workgroup, `attention.driver.LANE_FOLD`), `decode-batches` (a q4res batch's wind
 `attention.driver.DECODE_BATCHES`), `last-read-first` (a sync after reads ahead submits the read of the rest
 before committing them, `kv.staging.LAST_READ_FIRST`), `drop-rows` (a q4res batch reads back only the f32 rows the
 host keeps, `kv.append.DROP_QUANTISED_ROWS`), `submit-every` (a prompt step submits every `--layers` layers, not every
-`forward.BATCH_SUBMIT_EVERY`). One engine per KV mode; each round times
+`forward.BATCH_SUBMIT_EVERY`), `first-submit` (a prompt step submits its first layer alone, `forward.BATCH_FIRST_SUBMIT`;
+off: its first submit after BATCH_SUBMIT_EVERY layers). One engine per KV mode; each round times
 one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's first token) of every prompt length
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
 median tok/s, on / off, whether the argmax and the last token's logits bits are the same) and writes JSON.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from results_file import write_results
 
-from bonsai.engine.forward import BATCH_SUBMIT_EVERY
+from bonsai.engine.forward import BATCH_FIRST_SUBMIT, BATCH_SUBMIT_EVERY
 from bonsai.engine.native import load_engine
 from bonsai.kv import append, staging
 from bonsai.kv.attention import driver as attention
@@ -50,6 +51,8 @@ def use(engine, switch: str, on: bool, value: int | None) -> None:
         engine.model.batch_submit_every = 1 if on else BATCH_SUBMIT_EVERY
     elif switch == "submit-every":
         engine.model.batch_submit_every = value if on else BATCH_SUBMIT_EVERY
+    elif switch == "first-submit":
+        engine.model.batch_first_submit = BATCH_FIRST_SUBMIT if on else 0
     else:
         tiled.SPLIT_GROUPS = value if on else None
 
@@ -77,7 +80,7 @@ def last_logits(engine, ids: list[int], switch: str, on: bool, value: int | None
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--switch", choices=("read-ahead", "split-k", "submit-every-layer", "lane-fold", "decode-batches",
-                                           "last-read-first", "drop-rows", "submit-every"), default="read-ahead")
+                                           "last-read-first", "drop-rows", "submit-every", "first-submit"), default="read-ahead")
     p.add_argument("--split-groups", type=int, default=None,
                    help="split-k on: split K until a product has this many workgroups (default: tiled.SPLIT_GROUPS)")
     p.add_argument("--layers", type=int, default=4, help="submit-every on: a submit every this many layers")
