@@ -379,11 +379,11 @@ k32)
   # bench/device_run.sh k32 [KV...] (as s32v): a 512-token prompt step by kernel (kernel_probe, every kernel), this tree
   # and /root/m/var/main, for each KV mode (default q4res f32)
   M=$(model_and_peer)
-  for kv in ${@:2}; do
+  kvs="${*:2}"
+  for kv in ${kvs:-q4res f32}; do
     for tree in this /root/m/var/main; do
-      PYTHONPATH=$(if [ $tree = this ]; then echo $AFTER; else echo $PWD/.site:$tree/runtime; fi) timeout 100 \
-          python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 --reps 20 2>&1 | grep -v -i warn | cut -c1-130 \
-          | sed "s|^|${tree##*/} $kv: |"
+      PYTHONPATH=$(tree_path $tree) timeout 100 python3 bench/kernel_probe.py --model $M --kv $kv --prefill 512 \
+          --reps 20 2>&1 | grep -v -i warn | cut -c1-130 | sed "s|^|${tree##*/} $kv: |"
     done
   done
   ;;
