@@ -58,6 +58,7 @@
 #   bench/device_run.sh tl25        # session 25: a 512-token prompt step's host events in time (prefill_timeline.py)
 #   bench/device_run.sh final25 [N] # session 25's head: prefill main / this (N rounds), decode at 1K, HF table, 8K
 #   bench/device_run.sh roof31 [TILES] # session 31: adapter features, the matmul shapes on each tile (no model; leaves .model/part00)
+#   bench/device_run.sh peer34 [N [ours-first]] # session 34: llama.cpp pp512 with coopmat / integer dot toggled, its per-op times, this tree's prefill
 #   bench/device_run.sh ab33 [N]    # session 33: prefill 512 of this tree and .var/main (q4res, f32), N rounds, llama.cpp pp512 d0
 #   bench/device_run.sh k32 KV...   # session 32: a prompt step by every kernel, this tree and .var/main
 #   bench/device_run.sh blk32 KV... # session 32: a prompt step's attention with 16, 32, 64 positions a block
@@ -283,6 +284,12 @@ rows32() {
     done
   done
 }
+# peer34_ours ROUND: this tree's prefill 512 (best of 5), q4res then f32 (peer34)
+peer34_ours() {
+  for kv in q4res f32; do
+    prompt_rows $AFTER "prefill34_${kv}_$1" "$1 bonsai $kv" --prefill-kernels tiled --kv $kv
+  done
+}
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 gputests)
@@ -365,6 +372,28 @@ s32v)
   llama_pp0 "after"
   PYTHONPATH=$AFTER timeout 120 python3 bench/prefill_gpu_timeline.py --model $M --kv q4res \
       --out "$OUT/prefill_gpu_timeline_q4res.json" 2>&1 | grep -v -i warn
+  ;;
+peer34)
+  # bench/device_run.sh peer34 [N [ours-first]] (as s32v; ours-first: this tree's rows before llama.cpp's in each round): llama.cpp's pp512 at depth 0 with its Vulkan paths toggled (default;
+  # no cooperative matrices 2 (NV); no cooperative matrices at all; and no integer dot products either), its per-op GPU
+  # times (GGML_VK_PERF_LOGGER, one pp512), and this tree's prefill 512 (q4res, f32) in N rounds between them
+  M=$(model_and_peer)
+  llama_pp0 "warm-up"
+  for round in $(seq ${2:-2}); do
+    [ "${3:-}" = ours-first ] && peer34_ours $round
+    llama_pp0 "$round default"
+    GGML_VK_DISABLE_COOPMAT2=1 llama_pp0 "$round no-coopmat2"
+    GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 llama_pp0 "$round no-coopmat"
+    GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1 llama_pp0 "$round no-coopmat-no-intdot"
+    [ "${3:-}" = ours-first ] || peer34_ours $round
+  done
+  [ "${3:-}" = ours-first ] && exit 0  # the per-op logs: once is enough (the first call)
+  for env in "" "GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1"; do
+    name=perf_$([ -n "$env" ] && echo scalar || echo default)
+    env $env GGML_VK_PERF_LOGGER=1 timeout 60 /root/ll/llama bench -m $M -p 512 -n 0 -ngl 99 -r 1 -dev Vulkan0 \
+        > "$OUT/$name.txt" 2>&1
+    echo "== $name (the log's last lines)"; grep -v -i "warn" "$OUT/$name.txt" | tail -45
+  done
   ;;
 ab33)
   # bench/device_run.sh ab33 [N] (as s32v; .var/main = main's runtime): prefill 512 of this tree and main, q4res and

@@ -1,9 +1,10 @@
 """When a prompt step's host work happens: its submits, the commits of the rows read ahead, the last read.
 
 One engine, `--repeats` prefills of `--tokens` tokens from position 0 after a warm-up (`Engine.prefill_argmax`, as
-the prefill rows of decode_bench), each timed by wrapping the calls that mark its phases: every submit (`flush`),
-the end of recording, each commit of a read ahead (`Staging._commit_read`, start and end: its start waits for the
-read's copy to be done on the GPU), and the step's last read (`read_with`, which waits for the GPU to finish).
+the prefill rows of decode_bench), each timed by wrapping the calls that mark its phases: every submit (`flush`,
+start and end), the end of recording, each commit of a read ahead (`Staging._commit_read`, start and end: its start waits for the
+read's copy to be done on the GPU), the step's last read (`read_with`, which waits for the GPU to finish; the flow's last read is a read
+queued ahead instead) and every commit into the host master (`KVCache._commit`, start and end).
 Prints each event's median time from the start of the step (ms), and the host's rate of committing the rows read
 ahead (mapped memory into the master), and writes JSON.
 
@@ -52,9 +53,10 @@ def main() -> None:
     base = engine.tokenizer.encode(PROMPT)
     ids = (base * (a.tokens // len(base) + 1))[: a.tokens]
     events: list[tuple[str, float]] = []
-    wrap(events, engine.gpu, "flush", "submit")
+    wrap(events, engine.gpu, "flush", "submit", after=True)
     wrap(events, engine.model, "record", "record", after=True)
     wrap(events, engine.gpu, "read_with", "last read", after=True)
+    wrap(events, engine.cache, "_commit", "master commit", after=True)  # every read's rows, the last read's too
     copied: list[tuple[int, float]] = []  # (bytes, seconds) of each commit ahead: its host copy into the master
     commit_read = Staging._commit_read
 
