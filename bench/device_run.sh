@@ -276,20 +276,18 @@ gpu_tests() {
 }
 # tree_path TREE: PYTHONPATH of "this" tree or of a runtime tree given by its directory (s32v on)
 tree_path() { if [ $1 = this ]; then echo $AFTER; else echo $PWD/.site:$1/runtime; fi; }
-# rows32 ROUND: prefill 512 (best of 5) of this tree and /root/m/var/main, q4res then f32 (s32v, ab33)
-rows32() {
+# tree_rows ROUND PREFIX TREE...: prefill 512 (best of 5) of each TREE (tree_path's), q4res then f32, rows
+# PREFIX_TREE_KV_ROUND (s32v, ab33, peer34)
+tree_rows() {
+  local round=$1 prefix=$2 kv tree; shift 2
   for kv in q4res f32; do
-    for tree in this /root/m/var/main; do
-      prompt_rows $(tree_path $tree) "prefill32_${tree##*/}_${kv}_$1" "$1 ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
+    for tree in "$@"; do
+      prompt_rows $(tree_path $tree) "${prefix}_${tree##*/}_${kv}_$round" "$round ${tree##*/} $kv" --prefill-kernels tiled --kv $kv
     done
   done
 }
-# peer34_ours ROUND: this tree's prefill 512 (best of 5), q4res then f32 (peer34)
-peer34_ours() {
-  for kv in q4res f32; do
-    prompt_rows $AFTER "prefill34_${kv}_$1" "$1 bonsai $kv" --prefill-kernels tiled --kv $kv
-  done
-}
+# rows32 ROUND: tree_rows of this tree and /root/m/var/main (s32v, ab33)
+rows32() { tree_rows "$1" prefill32 this /root/m/var/main; }
 B=$PWD/.site:$PWD/.before/runtime
 case "$1" in
 gputests)
@@ -380,12 +378,12 @@ peer34)
   M=$(model_and_peer)
   llama_pp0 "warm-up"
   for round in $(seq ${2:-2}); do
-    [ "${3:-}" = ours-first ] && peer34_ours $round
+    [ "${3:-}" = ours-first ] && tree_rows $round prefill34 this
     llama_pp0 "$round default"
     GGML_VK_DISABLE_COOPMAT2=1 llama_pp0 "$round no-coopmat2"
     GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 llama_pp0 "$round no-coopmat"
     GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1 llama_pp0 "$round no-coopmat-no-intdot"
-    [ "${3:-}" = ours-first ] || peer34_ours $round
+    [ "${3:-}" = ours-first ] || tree_rows $round prefill34 this
   done
   [ "${3:-}" = ours-first ] && exit 0  # the per-op logs: once is enough (the first call)
   for env in "" "GGML_VK_DISABLE_COOPMAT2=1 GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_INTEGER_DOT_PRODUCT=1"; do
