@@ -72,8 +72,8 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
     whose closure it needs. Errors print as `path:line:col: message`, paths relative to the
     repository root.
 
-    Exit codes: 0 ok, 1 stale (check) or hand edits refused (sync, build), 2 usage,
-    configuration or file-system error, 3 closure or verification error.
+    Exit codes: 0 ok, 1 stale (check), or hand edits or files it did not write refused (sync,
+    build), 2 usage, configuration or file-system error, 3 closure or verification error.
     """
     from .config import find_root
 
@@ -85,9 +85,15 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
 @surface_option
 @click.option("--dry-run", is_flag=True, help="List every file it would write, remove or refuse; write nothing.")
 @click.option("--force", is_flag=True, help="Overwrite files edited by hand in the surface.")
+@click.option("--keep-foreign", "foreign", flag_value="keep",
+              help="Keep the files in a dest that bonsai-sync did not write (each is listed, recorded as the "
+              "user's in bonsai-sync.lock, and left alone from then on).")
+@click.option("--delete-foreign", "foreign", flag_value="delete",
+              help="Delete the files in a dest that bonsai-sync did not write, listing each.")
 @verify_import_option
 @click.pass_context
-def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bool, verify_import: bool) -> None:
+def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bool, foreign: str | None,
+         verify_import: bool) -> None:
     """Copy each surface's closure into its dest, then verify the copy.
 
     The copy is written to a temporary directory, verified there (every import it makes must
@@ -95,10 +101,15 @@ def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bo
     in, so a failure leaves the surface untouched. Files no longer needed are removed, and
     <dest>/bonsai-sync.lock records every file's source and sha256. A file edited by hand in the
     surface is never overwritten without --force (exit 1, naming each).
+
+    A dest is bonsai-sync's: any file in it that the lock does not record (there before the first
+    sync, or added later) is refused (exit 1, naming each, nothing written) unless --keep-foreign
+    or --delete-foreign says what to do with it. --dry-run refuses exactly as the sync would.
     """
     from . import commands
 
-    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import, force, ctx.obj["wait"]))
+    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import, force, ctx.obj["wait"],
+                           foreign or "refuse"))
 
 
 @main.command()

@@ -165,6 +165,9 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     dest = body.get("dest")
     if not isinstance(dest, str) or not dest.strip():
         raise error(text, table, "dest", "a path relative to the repo root is required")
+    if Path(dest).is_absolute() or dest.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", dest):
+        raise error(text, table, "dest", f"{dest!r} is absolute; a dest is a folder inside the repository, "
+                    "given relative to its root")
     entry = _strings(text, table, "entry", body.get("entry", []))
     if not entry:
         raise error(text, table, "entry", "list at least one entry module")
@@ -216,6 +219,11 @@ def _check_dests(text: str, root: Path, source: tuple[str, ...], surfaces: tuple
     for surface in surfaces:
         table = f"{TABLE}.surfaces.{surface.name}"
         dest = (root / surface.dest).resolve()
+        inside = root.resolve()
+        if dest == inside or not dest.is_relative_to(inside):
+            where = "is the repository itself" if dest == inside else f"resolves to {dest}, outside the repository"
+            raise error(text, table, "dest", f"{surface.dest!r} {where}; a dest is a folder inside the repository "
+                        "that bonsai-sync alone writes (links followed)")
         for src in resolved_sources:
             if dest == src or src in dest.parents or dest in src.parents:
                 raise error(text, table, "dest", f"{surface.dest!r} overlaps source root {src.relative_to(root.resolve())!s}")

@@ -83,12 +83,13 @@ class Workspace:
             self._locks[dest] = load(dest)
         return self._locks[dest]
 
-    def wrote(self, dest: Path, plan: Plan | None = None) -> None:
-        """`sync` replaced `dest` (and its lock, rendered from `plan`)."""
+    def wrote(self, dest: Path, plan: Plan | None = None, lock_text: str | None = None) -> None:
+        """`sync` replaced `dest` (and its lock, `lock_text`: the one rendered from `plan` unless given)."""
         self._locks.pop(dest, None)
         if plan is not None:
             surface = self.config.surface(plan.surface)
-            self._remember_lock(surface, hashlib.sha256(self.lock_text(plan).encode()).hexdigest(), plan.by_rel())
+            text = self.lock_text(plan) if lock_text is None else lock_text
+            self._remember_lock(surface, hashlib.sha256(text.encode()).hexdigest(), plan.by_rel())
         self.facts.wrote_lock(dest)
         self.facts_store.save()
 
@@ -159,12 +160,14 @@ class Workspace:
         """The surface's dest compared with its plan, computed once per run (again after a write)."""
         if refresh or surface.name not in self._states:
             from .freshness import surface_state
+            from .ownership import recorded
             from .swap import interrupted
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
             self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
-                                                       lambda path: self._locked_files(surface, path), self.stats)
+                                                       lambda path: self._locked_files(surface, path), self.stats,
+                                                       lambda path: recorded(self.lock_data(path)))
             self._save_stats()
         return self._states[surface.name]
 

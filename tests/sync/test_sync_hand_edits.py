@@ -41,11 +41,12 @@ def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(synced_leaf):
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     before = repo.listing("out/leaf")
     result = repo.run("sync", "--surface", "leaf", "--dry-run")
-    assert (result.exit_code, result.stdout) == (0, (
+    assert (result.exit_code, result.stdout) == (1, (
         "out/leaf/app/helpers.py: would write (changed upstream)\n"
-        "out/leaf/app/stray.py: would remove (extra (not needed by the closure))\n"
+        "out/leaf/app/stray.py: would refuse (not written by bonsai-sync (not in bonsai-sync.lock))\n"
         f"out/leaf/app/util.py: would refuse ({EDITED})\n"
-        "leaf: out/leaf: would write 1, would remove 1, would refuse 1, unchanged 5\n"))
+        "leaf: out/leaf: would write 1, would remove 0, would refuse 2, unchanged 5\n"))
+    assert result.stderr == repo.run("sync", "--surface", "leaf").stderr  # the very refusal of the real sync
     assert repo.listing("out/leaf") == before
 
 
