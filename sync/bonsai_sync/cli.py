@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -10,16 +9,8 @@ import click
 
 from . import __version__
 from .errors import FatalError
+from .fsutil import shown
 from .options import format_option, surface_option, verify_import_option
-
-
-def _shown(path: object, root: Path | None) -> str:
-    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
-    if root is not None and os.path.isabs(text):
-        base = os.path.abspath(root)
-        if os.path.commonpath([base, text]) == base:
-            return Path(os.path.relpath(text, base)).as_posix()  # never resolve: the path may be a loop
-    return text
 
 
 class _Group(click.Group):
@@ -34,7 +25,7 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except OSError as exc:
             root = (ctx.obj or {}).get("root")
-            where = _shown(exc.filename, root) + ": " if exc.filename else ""
+            where = shown(exc.filename, root) + ": " if exc.filename else ""
             click.echo(f"bonsai-sync: error: {where}{exc.strerror or exc}; the surface was left as it was", err=True)
             sys.exit(2)
         except RecursionError:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .config import Surface
-from .errors import StaleSurfaceError, VerifyError
+from .errors import FatalError, StaleSurfaceError, VerifyError
 from .freshness import Stale, SurfaceState
 from .pipeline import Workspace
 
@@ -67,7 +67,7 @@ def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bo
     with _locks(ws, surfaces, exclusive=not dry_run, wait=wait):
         if not dry_run:
             for surface in surfaces:
-                recover(ws.root / surface.dest)
+                _warn(recover(ws.root / surface.dest))
         states = [ws.state(surface) for surface in surfaces]
         if dry_run:
             for state in states:
@@ -75,13 +75,42 @@ def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bo
         _refuse(states, force, foreign)
         if dry_run:
             return OK
+        done: list[str] = []
         for surface, state in zip(surfaces, states, strict=True):
-            if not state.fresh:
-                _write(ws, surface, verify_import, foreign)
-            elif verify_import:
-                verify_output(ws, surface, ws.root / surface.dest, True)
+            try:
+                if not state.fresh:
+                    _write(ws, surface, verify_import, foreign)
+                elif verify_import:
+                    verify_output(ws, surface, ws.root / surface.dest, True)
+            except (FatalError, OSError) as exc:
+                if len(surfaces) == 1:
+                    raise
+                raise _stopped(ws.root, exc, done, [s.name for s in surfaces[len(done):]]) from exc
+            done.append(surface.name)
             _report(state, force, foreign, dry=False)
     return OK
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        click.echo(f"bonsai-sync: warning: {warning}", err=True)
+
+
+def _stopped(root: Path, exc: FatalError | OSError, done: list[str], left: list[str]) -> FatalError:
+    """The error of a sync that stopped at surface `left[0]`: what went wrong, then which surfaces
+    it synced (`done`, now fresh) and which it left as they were."""
+    from .fsutil import shown
+
+    if isinstance(exc, FatalError):
+        lines = list(exc.diagnostics)
+    else:
+        where = shown(exc.filename, root) + ": " if exc.filename else ""
+        lines = [f"{where}{exc.strerror or exc}"]
+    lines.append(f"synced: {', '.join(done) or 'none'}; left as they were: {', '.join(left)} "
+                 "(run `bonsai-sync sync` again once the cause is fixed)")
+    error = FatalError(*lines)
+    error.exit_code = exc.exit_code if isinstance(exc, FatalError) else 2
+    return error
 
 
 def _refuse(states: list[SurfaceState], force: bool, foreign: str) -> None:
@@ -121,8 +150,9 @@ def _write(ws: Workspace, surface: Surface, verify_import: bool, foreign: str = 
         tree = stage(ws.root, plan, lock_text, state.kept)
         verify_output(ws, surface, tree, verify_import)
         carry(dest, tree, kept)
-        install(tree, dest)
+        warning = install(tree, dest)
         ws.wrote(dest, plan, lock_text)
+        _warn([warning] if warning else [])
     except BaseException:
         if tree is not None:
             remove_tree(tree)
