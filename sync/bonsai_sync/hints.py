@@ -9,7 +9,8 @@ from .errors import Diagnostic
 from .graph import ALWAYS, GraphBuilder
 from .index import ModuleIndex
 
-_HIDDEN_HINT = "declare its targets in this surface's `hidden-imports`"
+_HIDDEN_HINT = ("declare its targets in `hidden-imports` of surface {name!r} (a \"path.py:LINE\" = [...] entry answers "
+                "this site alone; [] when it needs nothing copied)")
 
 
 def expand(index: ModuleIndex, pattern: str) -> list[str]:
@@ -29,8 +30,9 @@ class _Answer:
 
 
 def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], where_hint) -> list[Diagnostic]:
-    """Link each dynamic site to the hinted modules that answer it; an unanswered site that is not
-    optional, and a hint that answers no site, are errors."""
+    """Link each dynamic site to the hinted modules that answer it; an unanswered site (optional or
+    not: an empty per-site answer is how a site says it needs nothing copied), and a hint that
+    answers no site, are errors."""
     answers = [_Answer(h, modules) for h, modules in hints]
     errors = []
     for info, site in builder.dynamic:
@@ -48,9 +50,11 @@ def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], whe
             for module in answer.modules:
                 builder.graph.add_edge(info.name, module, kind=f"{site.what} (hidden-imports)", file=shown,
                                        line=site.line, col=site.col, how="optional" if site.optional else "")
-        if not found and not site.optional:
+        if not found:  # inside try/except ImportError too: a target missing from the copy fails only at run time
             known = f" (its targets start with {prefix!r})" if prefix else ""
-            errors.append(Diagnostic(shown, site.line, site.col, f"cannot follow {site.what}{known}; {_HIDDEN_HINT}"))
+            optional = " inside try/except ImportError" if site.optional else ""
+            advice = _HIDDEN_HINT.format(name=builder.surface.name)
+            errors.append(Diagnostic(shown, site.line, site.col, f"cannot follow {site.what}{known}{optional}; {advice}"))
     for answer in answers:
         if not answer.used:
             what = f"{answer.hint.site!r}" if answer.hint.site else f"{answer.hint.patterns[0]!r}"

@@ -3,7 +3,8 @@ it matches; an unanswered site and an unused hint stay errors."""
 
 from __future__ import annotations
 
-HIDDEN = "declare its targets in this surface's `hidden-imports`"
+HIDDEN = ("declare its targets in `hidden-imports` of surface 'app' (a \"path.py:LINE\" = [...] entry answers this "
+          "site alone; [] when it needs nothing copied)")
 SITE_11 = ("src/app/main.py:11:5: cannot follow import_module() of a non-literal name (its targets start with "
            f"'app.plugins.'); {HIDDEN}")
 SITE_13 = ("src/app/main.py:13:17: cannot follow pkgutil.iter_modules() plugin loop (its targets start with "
