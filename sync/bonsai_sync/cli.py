@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import FatalError
+from .errors import FatalError, UsageError
 from .fsutil import shown
-from .options import format_option, surface_option, verify_import_option
+from .options import format_option, global_options, surface_option, verify_import_option
 
 
 class _Group(click.Group):
@@ -73,6 +73,7 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--dry-run", is_flag=True, help="List every file it would write, remove or refuse; write nothing.")
 @click.option("--force", is_flag=True, help="Overwrite files edited by hand in the surface.")
@@ -104,6 +105,7 @@ def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bo
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--diff", "show_diff", is_flag=True, help="Show a unified diff for each stale file.")
 @click.option("--staged", is_flag=True, help="Check what is staged for commit (git's index), not the working tree.")
@@ -126,6 +128,7 @@ def check(ctx: click.Context, surfaces: tuple[str, ...], show_diff: bool, staged
 
 
 @main.command()
+@global_options
 @click.argument("surface")
 @click.argument("target", metavar="MODULE_OR_FILE")
 @click.pass_context
@@ -142,6 +145,7 @@ def why(ctx: click.Context, surface: str, target: str) -> None:
 
 
 @main.command()
+@global_options
 @click.argument("surface")
 @click.option("--format", "fmt", type=click.Choice(["json", "dot"]), default="json", show_default=True, help="Output format.")
 @click.pass_context
@@ -153,6 +157,7 @@ def graph(ctx: click.Context, surface: str, fmt: str) -> None:
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--dist", "dist_dir", type=click.Path(file_okay=False, path_type=Path), default="dist",
               show_default=True, help="Where the bundles go (relative to --root).")
@@ -168,6 +173,11 @@ def build(ctx: click.Context, surfaces: tuple[str, ...], dist_dir: Path) -> None
 
     ws = _workspace(ctx)
     names = surfaces or tuple(s.name for s in ws.config.surfaces if s.name in BUILDERS)
+    unbuildable = [name for name in names if name not in BUILDERS]
+    if unbuildable or not names:
+        raise UsageError(f"no bundle kind for surface(s) {', '.join(unbuildable or [s.name for s in ws.config.surfaces])}: "
+                         f"`build` packages only the surfaces {', '.join(sorted(BUILDERS))} of the Bonsai repository; "
+                         "`bonsai-sync sync` is what other repositories need")
     code = commands.sync(ws, names, False, False, False, ctx.obj["wait"])
     if code:
         sys.exit(code)

@@ -19,7 +19,7 @@ _DONE = {"keep": "kept", "delete": "deleted"}
 
 def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bool) -> None:
     """Raise VerifyError unless the tree at `tree` satisfies every import it makes."""
-    from .verify import Rules, enclosing_package, first_party_names, verify_tree
+    from .verify import Rules, enclosing_package, first_party_names, summarized, verify_tree
 
     plan = ws.plan(surface)
     rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
@@ -30,7 +30,7 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
     ws.verify_store.put(f"problems {surface.name}", memo)
     ws.verify_store.save()
     if problems:
-        raise VerifyError(*problems)
+        raise VerifyError(*summarized(problems, plan.dest, rules.package))
     if verify_import:
         # imported only here: the import alone cost a one-line edit's sync 0.05 s
         from .verify_import import import_entries

@@ -35,6 +35,7 @@ def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], whe
     answers no site, are errors."""
     answers = [_Answer(h, modules) for h, modules in hints]
     errors = []
+    blind: list[str] = []  # unanswered sites with no known start: a per-site entry answers them
     for info, site in builder.dynamic:
         assert info.file is not None
         shown = builder.where(info.file)
@@ -45,6 +46,8 @@ def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], whe
         if top and (top in builder.allowed or (top in ALWAYS and builder.index.find(top) is None)):
             continue  # f"encodings.{x}": the stdlib or an allowed third-party package provides it
         found = [a for a in answers if _answers(a, shown, site.line, prefix, info.name.split(".")[0], builder)]
+        if prefix is None and not found:
+            blind.append(f"{shown}:{site.line}")
         for answer in found:
             answer.used = True
             for module in answer.modules:
@@ -58,8 +61,12 @@ def answer_sites(builder: GraphBuilder, hints: list[tuple[Hint, list[str]]], whe
     for answer in answers:
         if not answer.used:
             what = f"{answer.hint.site!r}" if answer.hint.site else f"{answer.hint.patterns[0]!r}"
-            errors.append(where_hint(f"{what} answers no dynamic import in the closure; remove it, or name the "
-                                     "module as an `entry` if nothing imports it by name"))
+            advice = "remove it, or name the module as an `entry` if nothing imports it by name"
+            if answer.hint.site is None and blind:
+                # a loader in another package (lazy_loader.attach): its site is answered by naming it
+                advice += (f"; a site whose targets have no known start (such as {blind[0]}) is answered by "
+                           f"naming it: [{builder.table}.hidden-imports] \"{blind[0]}\" = [{what}]")
+            errors.append(where_hint(f"{what} answers no dynamic import in the closure; {advice}"))
     return errors
 
 

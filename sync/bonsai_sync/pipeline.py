@@ -11,6 +11,7 @@ from . import __version__
 from .cache import CACHE_DIR, Store, scanner_id
 from .config import Config, Surface, load
 from .digest import Digest, digest_file, digest_tree
+from .errors import FatalError
 from .facts import Facts
 from .factsource import FactSource
 from .plan import Plan, PlannedFile
@@ -165,6 +166,10 @@ class Workspace:
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
+            if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+                raise FatalError(f"{plan.dest}: is {'a link' if dest.is_symlink() else 'a file'}, not a folder; "
+                                 f"the dest of surface {surface.name!r} is a folder that bonsai-sync alone writes: "
+                                 "move the file away, or set `dest` to another path")
             self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
                                                        lambda path: self._locked_files(surface, path), self.stats,
                                                        lambda path: recorded(self.lock_data(path)))

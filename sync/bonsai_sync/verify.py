@@ -226,3 +226,22 @@ def _missing(name: str, here_kind, there_kind) -> str | None:
         if here is None:
             return None  # `from pkg import name` where name is an attribute, not a module
     return None
+
+
+def summarized(problems: list[Diagnostic], shown_as: str, package: str | None, keep: int = 3) -> list[Diagnostic]:
+    """`problems`, with the copy's absolute imports of itself (a dest inside a package) told once
+    when there are more than `keep` of them: the cause is where the dest is, not each import."""
+    if package is None:
+        return problems
+    marker = f"but this copy lives inside package {package!r}"
+    own = [p for p in problems if marker in p.message]
+    if len(own) <= keep:
+        return problems
+    files = len({p.path for p in own})
+    first = own[0]
+    summary = Diagnostic(shown_as, 1, 1, (
+        f"{len(own)} imports in {files} files of the copy import its own packages absolutely, but the dest "
+        f"lies inside package {package!r} (a folder above it has an __init__.py), so at run time they would "
+        f"find another copy or none; make the dest a sys.path root of its own (no __init__.py above it), or "
+        f"vendor packages that import themselves relatively (first: {first.path}:{first.line}:{first.col})"))
+    return [summary, *(p for p in problems if marker not in p.message)]

@@ -50,11 +50,11 @@ def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(synced_leaf):
     assert repo.listing("out/leaf") == before
 
 
-def test_build_without_arguments_refuses_a_hand_edit(synced_leaf):
+def test_build_without_a_bundle_kind_touches_no_hand_edit(synced_leaf):
     repo = synced_leaf
     repo.write("out/leaf/app/util.py", "# patched by hand\n")
     result = repo.run("build")
-    assert result.exit_code == 1
-    assert f"out/leaf/app/util.py: {EDITED}" in result.stderr
+    assert result.exit_code == 2
+    assert "no bundle kind for surface(s) app, leaf" in result.stderr
     assert repo.read("out/leaf/app/util.py") == "# patched by hand\n"
 
