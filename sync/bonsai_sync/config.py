@@ -13,7 +13,8 @@ from .errors import ConfigError, Diagnostic
 
 TABLE = "tool.bonsai-sync"
 _TOP_KEYS = {"source", "third-party", "surfaces"}
-_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs"}
+_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs",
+                 "rewrite-imports"}
 _PYTHON = re.compile(r"^3\.(\d+)$")
 
 
@@ -50,6 +51,8 @@ class Surface:
     python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
     # copy each copied module's `.pyi` stub and each package's `py.typed`
     stubs: bool = True
+    # rewrite the copy's absolute imports of its own packages below the package holding the dest
+    rewrite_imports: bool = False
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,9 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     stubs = body.get("stubs", True)
     if not isinstance(stubs, bool):
         raise error(text, table, "stubs", "must be true or false")
+    rewrite = body.get("rewrite-imports", False)
+    if not isinstance(rewrite, bool):
+        raise error(text, table, "rewrite-imports", "must be true or false")
     return Surface(
         name=name,
         dest=Path(dest).as_posix().rstrip("/"),
@@ -192,6 +198,7 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
         compiled=compiled,
         python=(3, int(match.group(1))),
         stubs=stubs,
+        rewrite_imports=rewrite,
     )
 
 

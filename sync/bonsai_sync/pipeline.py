@@ -143,11 +143,26 @@ class Workspace:
         found = self.closure(surface)
         found.raise_errors()
         python = f"{surface.python[0]}.{surface.python[1]}"
-        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id())
+        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id(),
+                         self._namespace(surface))
         self._lock_texts[surface.name] = render(plan)
         self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
         return plan
+
+    def _namespace(self, surface: Surface) -> str:
+        """The package `rewrite-imports` rewrites the copy's imports below ("" when off)."""
+        if not surface.rewrite_imports:
+            return ""
+        from .config import TABLE, error
+        from .verify import enclosing_package
+
+        package = enclosing_package(self.root / surface.dest)
+        if package is None:
+            raise error(self.config.text, f"{TABLE}.surfaces.{surface.name}", "rewrite-imports",
+                        f"the dest {surface.dest!r} is no package's folder (no __init__.py beside it), so there is "
+                        "nothing to rewrite the imports below; vendor into a package (app/_vendor) or drop the key")
+        return package
 
     def lock_text(self, plan: Plan) -> str:
         """The lock file `sync` writes for `plan` (rendered once, then cached with the plan)."""
