@@ -165,19 +165,21 @@ def graph(ctx: click.Context, surface: str, fmt: str) -> None:
 def build(ctx: click.Context, surfaces: tuple[str, ...], dist_dir: Path) -> None:
     """Sync, check, then build each surface's bundle reproducibly; print where it went and its size.
 
-    Refuses (exit 1), naming the files, when a surface's copy was edited by hand (sync would
-    overwrite the edit) or is still stale after the sync.
+    Builds the surfaces whose config declares a bundle kind (`bundle = "zipapp"`, "wheel" or
+    "extension", from `bundle-project`, else the nearest folder above the dest holding a
+    pyproject.toml); a surface without one is an error (exit 2). Refuses (exit 1), naming the
+    files, when a surface's copy was edited by hand or is still stale after the sync.
     """
     from . import commands
-    from .bundle import BUILDERS, build_surface, describe, workspace_gate
+    from .bundle import build_surface, describe, workspace_gate
 
     ws = _workspace(ctx)
-    names = surfaces or tuple(s.name for s in ws.config.surfaces if s.name in BUILDERS)
-    unbuildable = [name for name in names if name not in BUILDERS]
+    names = surfaces or tuple(s.name for s in ws.config.surfaces if s.bundle)
+    unbuildable = [name for name in names if not ws.config.surface(name).bundle]
     if unbuildable or not names:
         raise UsageError(f"no bundle kind for surface(s) {', '.join(unbuildable or [s.name for s in ws.config.surfaces])}: "
-                         f"`build` packages only the surfaces {', '.join(sorted(BUILDERS))} of the Bonsai repository; "
-                         "`bonsai-sync sync` is what other repositories need")
+                         "declare one with `bundle = \"zipapp\"`, \"wheel\" or \"extension\" in "
+                         "[tool.bonsai-sync.surfaces.NAME]; `build` builds only those (`sync` needs none)")
     code = commands.sync(ws, names, False, False, False, ctx.obj["wait"])
     if code:
         sys.exit(code)

@@ -14,7 +14,8 @@ from .errors import ConfigError, Diagnostic
 TABLE = "tool.bonsai-sync"
 _TOP_KEYS = {"source", "third-party", "surfaces"}
 _SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs",
-                 "rewrite-imports"}
+                 "rewrite-imports", "bundle", "bundle-project"}
+BUNDLE_KINDS = ("zipapp", "wheel", "extension")
 _PYTHON = re.compile(r"^3\.(\d+)$")
 
 
@@ -53,6 +54,9 @@ class Surface:
     stubs: bool = True
     # rewrite the copy's absolute imports of its own packages below the package holding the dest
     rewrite_imports: bool = False
+    # what `build` makes of the surface ("zipapp", "wheel", "extension"; "" for none), from which folder
+    bundle: str = ""
+    bundle_project: str = ""
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,12 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     rewrite = body.get("rewrite-imports", False)
     if not isinstance(rewrite, bool):
         raise error(text, table, "rewrite-imports", "must be true or false")
+    bundle = body.get("bundle", "")
+    if bundle not in ("", *BUNDLE_KINDS):
+        raise error(text, table, "bundle", f"must be one of {', '.join(map(repr, BUNDLE_KINDS))}")
+    project = body.get("bundle-project", "")
+    if not isinstance(project, str) or Path(project).is_absolute() or ".." in Path(project).parts:
+        raise error(text, table, "bundle-project", "a folder inside the repository, relative to its root")
     return Surface(
         name=name,
         dest=Path(dest).as_posix().rstrip("/"),
@@ -199,6 +209,8 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
         python=(3, int(match.group(1))),
         stubs=stubs,
         rewrite_imports=rewrite,
+        bundle=bundle,
+        bundle_project=Path(project).as_posix() if project else "",
     )
 
 

@@ -73,3 +73,39 @@ def test_build_where_no_surface_has_a_bundle_says_so(make_repo):
     assert not (repo.root / "out").exists() and not os.path.exists(repo.root / "dist")  # nothing synced or built
     named = repo.run("build", "--surface", "app")
     assert named.exit_code == 2 and "no bundle kind for surface(s) app" in named.stderr
+
+
+WHEEL_PROJECT = """[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "app-a"
+version = "1.0"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+
+def test_build_makes_the_bundle_kind_a_users_surface_declares(make_repo):
+    import zipfile
+
+    repo = make_repo({**FILES, "surfaces/a/pyproject.toml": WHEEL_PROJECT,
+                      "surfaces/a/src/app_a/__init__.py": "from ._vendor.app import main\n"})
+    repo.edit_config('dest = "out/vendor"', 'dest = "surfaces/a/src/app_a/_vendor"\nbundle = "wheel"')
+    result = repo.run("build")
+    assert result.exit_code == 0, result.output
+    wheel = repo.root / "dist/app_a-1.0-py3-none-any.whl"
+    assert result.stdout.splitlines()[-1].startswith("app: dist/app_a-1.0-py3-none-any.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"app_a/__init__.py", "app_a/_vendor/app/main.py", "app_a/_vendor/app/util.py"} <= set(names)
+    assert "app_a/_vendor/bonsai-sync.lock" not in names
+
+
+def test_an_unknown_bundle_kind_is_a_config_error(make_repo):
+    repo = make_repo(FILES, 'bundle = "msi"\n')
+    result = repo.run("sync")
+    assert result.exit_code == 2
+    assert result.stderr == ("pyproject.toml:7:1: [tool.bonsai-sync.surfaces.app] bundle: must be one of 'zipapp', "
+                             "'wheel', 'extension'\n")
