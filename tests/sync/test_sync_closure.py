@@ -122,7 +122,8 @@ def test_why_for_a_module_outside_the_closure_is_a_usage_error(scenario):
     result = scenario("closure").run("why", "app", "app.unused")
     assert result.exit_code == 2
     assert result.output == (
-        "bonsai-sync: error: app.unused: not in this surface's closure (give a module name or a file path)\n"
+        "bonsai-sync: error: app.unused: not in this surface's closure (give a module name, a source file, or a file of "
+        "the copy)\n"
     )
 
 
