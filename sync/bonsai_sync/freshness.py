@@ -129,11 +129,3 @@ def diff(root: Path, item: Stale) -> str:
     want_path = root / item.source if item.source else None
     want = want_path.read_text(encoding="utf-8", errors="replace").splitlines(True) if want_path else []
     return "".join(difflib.unified_diff(have, want, f"a/{item.path}", f"b/{item.path}"))
-
-
-def check_surface(config, name: str) -> list[str]:
-    """`path: reason` for each stale file of surface `name` ([] when fresh); for other tools."""
-    from .pipeline import Workspace
-
-    workspace = Workspace(config.root)
-    return [f"{s.path}: {s.reason}" for s in workspace.state(workspace.config.surface(name)).stale]

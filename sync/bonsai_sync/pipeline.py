@@ -231,3 +231,9 @@ class Workspace:
             listing = "".join(f"{rel}\0{files[rel].sha256}\0{files[rel].executable}\n" for rel in sorted(files))
             hasher.update(f"{root}\n{listing}".encode())
         return hasher.hexdigest()
+
+
+def check_surface(config: Config, name: str) -> list[str]:
+    """`path: reason` for each stale file of surface `name` ([] when fresh); for other tools."""
+    workspace = Workspace(config.root)
+    return [f"{s.path}: {s.reason}" for s in workspace.state(workspace.config.surface(name)).stale]
