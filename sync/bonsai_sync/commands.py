@@ -35,7 +35,8 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
         # imported only here: the import alone cost a one-line edit's sync 0.05 s
         from .verify_import import import_entries
 
-        failures, warnings = import_entries(tree, plan.dest, surface.entry, surface.third_party, rules.first_party)
+        failures, warnings = import_entries(tree, plan.dest, surface.entry, surface.third_party, rules.first_party,
+                                            rules.package if surface.rewrite_imports else None)
         for warning in warnings:
             click.echo(f"bonsai-sync: warning: {warning}", err=True)
         if failures:

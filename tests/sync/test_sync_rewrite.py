@@ -74,7 +74,7 @@ def test_without_rewriting_the_copy_inside_a_package_is_refused(monorepo):
 
 def test_with_rewriting_the_copy_imports_itself_below_the_app_and_runs(monorepo):
     monorepo.edit_config('entry = ["yaml", "core.main"]', 'entry = ["yaml", "core.main"]\nrewrite-imports = true')
-    result = monorepo.run("sync")
+    result = monorepo.run("sync", "--verify-import")
     assert (result.exit_code, result.stderr) == (0, ""), result.output
     assert monorepo.read("app/_vendor/core/main.py").startswith(
         "from app._vendor import yaml\nimport app._vendor.core.util as _vendored_core_util; from app._vendor import core\n")
@@ -111,3 +111,15 @@ def test_rewriting_a_dest_that_is_no_package_is_a_config_error(monorepo):
     assert result.exit_code == 2
     assert result.stderr.startswith("pyproject.toml:7:1: [tool.bonsai-sync.surfaces.app] rewrite-imports: the dest "
                                     "'app/_vendor' is no package's folder")
+
+
+def test_verify_import_imports_the_rewritten_copy_below_its_package(monorepo):
+    monorepo.edit_config('entry = ["yaml", "core.main"]\nhidden-imports = {',
+                         'entry = ["yaml", "core.main"]\nrewrite-imports = true\nhidden-imports = {"core/util.py:2" = '
+                         '["yaml"], ')
+    # a name built at run time is not rewritten: only importing the copy below its package shows it
+    monorepo.write("src/core/util.py", "def load(name):\n    return __import__(name)\n\n\nparse = load('yaml').safe_load\n")
+    assert monorepo.run("sync").exit_code == 0
+    result = monorepo.run("sync", "--verify-import")
+    assert result.exit_code == 3
+    assert "importing 'app._vendor.core.main' failed: ModuleNotFoundError: No module named 'yaml'" in result.stderr
