@@ -67,6 +67,11 @@ def test_delete_foreign_deletes_with_a_listing(make_repo):
     assert keep.stderr.splitlines()[0] == ("bonsai-sync: error: out/vendor/app/main.py: not written by bonsai-sync "
                                            "(not in bonsai-sync.lock), and the closure needs this path; left as it is")
     assert repo.read("out/vendor/app/main.py") == "# the user's own main\n"
+    dry = repo.run("sync", "--delete-foreign", "--dry-run")
+    assert dry.exit_code == 0 and "out/vendor/stray.txt: would delete (not written by bonsai-sync" in dry.stdout
+    assert dry.stdout.splitlines()[-1] == ("app: out/vendor: would write 2, would remove 0, would delete 2 not "
+                                           "written by bonsai-sync, unchanged 0")
+    assert repo.read("out/vendor/app/main.py") == "# the user's own main\n"  # a dry run writes nothing
     result = repo.run("sync", "--delete-foreign")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[:2] == ["out/vendor/app/main.py: deleted (not written by bonsai-sync)",
