@@ -90,8 +90,9 @@ CONFIG_ERRORS = [
     (
         'entry = ["app.main"]',
         'entri = ["app.main"]',
-        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: compiled, data, "
-        "dest, entry, exclude, hidden-imports, python, stubs, third-party)",
+        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: bundle, "
+        "bundle-project, compiled, data, dest, entry, exclude, hidden-imports, python, rewrite-imports, stubs, "
+        "third-party)",
     ),
     (
         'source = ["src", "lib"]',
