@@ -32,15 +32,19 @@ def stage_default_model(folder: Path, pyproject: Path) -> None:
     stage_tree_file(model, folder / model.name)
 
 
-def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
-    """The OS zipapp: shiv over one site-packages holding the app, the synced copy and its deps."""
-    surface = root / "surfaces" / "os"
+def build_zipapp(project_dir: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
+    """A zipapp (`bundle = "zipapp"`): shiv over one site-packages holding the app of `project_dir`
+    (its pyproject.toml and src/), the synced copy inside it and its dependencies. Its options are
+    the pyproject's [tool.bonsai-bundle] table ([tool.bonsai-os] in this repository's OS surface)."""
+    surface = project_dir
     pyproject = surface / "pyproject.toml"
     project = read_pyproject(pyproject)
-    meta, options = project.get("project", {}), project.get("tool", {}).get("bonsai-os", {})
+    tools = project.get("tool", {})
+    table = "bonsai-bundle" if "bonsai-bundle" in tools else "bonsai-os"
+    meta, options = project.get("project", {}), tools.get(table, {})
     entry = options.get("entry-point")
     if not isinstance(entry, str):
-        raise BuildError(f"{pyproject}: tool.bonsai-os.entry-point: required (MODULE:FUNCTION)")
+        raise BuildError(f"{pyproject}: tool.{table}.entry-point: required (MODULE:FUNCTION)")
     app_package_copy(surface / "src", vendor, pyproject)
     site = tmp / "site-packages"
     stage_tree(surface / "src", site, HAND_WRITTEN_SKIP | {LOCK_NAME})  # the app, the synced copy inside it
@@ -49,11 +53,11 @@ def build_os(root: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple
     for d in bundled:
         stage_distribution(d, site)
     if options.get("bundle-default-model"):
-        stage_default_model(site / "bonsai_os" / "models", pyproject)
+        stage_default_model(site / "bonsai_os" / "models", pyproject)  # this repository's OS surface only
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
     tag = f"{python}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
-    target = tmp / f"{meta.get('name', 'bonsai-os')}-{meta.get('version', '0')}-{tag}.pyz"
+    target = tmp / f"{meta.get('name', project_dir.name)}-{meta.get('version', '0')}-{tag}.pyz"
     run_tool([sys.executable, "-m", "shiv", "--site-packages", str(site), "--entry-point", entry,
           "--output-file", str(target), "--python", "/usr/bin/env python3", "--reproducible"],
-         "building the OS bundle with shiv")
+         f"building the zipapp of {project_dir.name} with shiv")
     return publish(target, dist)

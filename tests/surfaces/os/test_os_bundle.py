@@ -116,10 +116,14 @@ def test_a_copy_outside_the_apps_package_stops_the_build(os_repo, tmp_path):
 
 
 def test_a_surface_without_a_bundle_is_a_usage_error(os_repo):
+    from dataclasses import replace
+
     from bonsai_sync.errors import UsageError
 
-    with pytest.raises(UsageError, match="buildable: extension, os, tenant"):
-        build_surface(config(os_repo), "extension-nope", "/nonexistent")
+    real = config(os_repo)
+    unbundled = replace(real, surfaces=tuple(replace(s, bundle="") for s in real.surfaces))
+    with pytest.raises(UsageError, match="surface 'os' declares no bundle kind; add `bundle = \"zipapp\"`"):
+        build_surface(unbundled, "os", "/nonexistent")
 
 
 @pytest.mark.slow
