@@ -14,9 +14,10 @@
 
 Kinds (each built from the surface's project folder: `bundle-project`, else the nearest folder above
 the dest holding a pyproject.toml):
-- **zipapp** -> `dist/<name>-<version>-<cpython tag>-<platform>.pyz` (shiv): one file run with a
-  plain `python3` of the same version and platform, its dependencies inside; the entry point is
-  `[tool.bonsai-bundle] entry-point` of the project's pyproject.toml. Needs `shiv`.
+- **zipapp** -> `dist/<name>-<version>-<cpython tag>-<platform>.pyz` (`pyz.py`): one executable file run
+  with a plain `python3` of the same version and platform, its dependencies inside, unpacked once per
+  content hash on first run (`pyz_boot.py`); the entry point is `[tool.bonsai-bundle] entry-point` of the
+  project's pyproject.toml.
 - **wheel** -> `dist/<name>-<version>-py3-none-any.whl` from the project's pyproject.toml and its
   hand-written `src/`, whose package holds the synced copy in `_vendor/`; its dependencies are
   declared, not bundled. Both refuse a copy outside the app's package: a top-level package would

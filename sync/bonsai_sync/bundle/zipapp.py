@@ -1,19 +1,21 @@
-"""The OS bundle: one shiv zipapp over a site-packages holding the app (the synced copy inside it) and its deps."""
+"""A zipapp bundle: one executable `.pyz` over a site-packages holding the app (the synced copy inside it) and its deps."""
 
 from __future__ import annotations
 
+import os
 import sys
 import sysconfig
 from pathlib import Path
 
 from ..errors import BuildError
 from .deps import app_package_copy, check_third_party, requirement_closure
+from .pyz import write_pyz
 from .stage import (
     HAND_WRITTEN_SKIP,
     LOCK_NAME,
+    SOURCE_DATE_EPOCH,
     publish,
     read_pyproject,
-    run_tool,
     stage_distribution,
     stage_tree,
     stage_tree_file,
@@ -23,17 +25,22 @@ from .stage import (
 def stage_default_model(folder: Path, pyproject: Path) -> None:
     """The default model from the building machine's model cache, into the bundle's `models/` folder."""
     from bonsai.errors import BonsaiError
-    from bonsai.models import default_model_path
+    from bonsai.models import DEFAULT_MODEL, default_model_path
 
     try:
         model = default_model_path()
     except BonsaiError as exc:
         raise BuildError(f"{pyproject}: tool.bonsai-os.bundle-default-model: {exc}") from exc
     stage_tree_file(model, folder / model.name)
+    notice = folder / f"{model.name}.LICENSE.txt"  # the model's licence travels beside it
+    notice.write_text(f"{model.name}\nsha256 {DEFAULT_MODEL.sha256}\nlicence: {DEFAULT_MODEL.licence}\n"
+                      f"from: {DEFAULT_MODEL.source}\n", encoding="utf-8")
+    notice.chmod(0o644)
+    os.utime(notice, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
 
 
 def build_zipapp(project_dir: Path, vendor: Path, tmp: Path, dist: Path, third_party: tuple[str, ...] | None) -> Path:
-    """A zipapp (`bundle = "zipapp"`): shiv over one site-packages holding the app of `project_dir`
+    """A zipapp (`bundle = "zipapp"`, written by `pyz.write_pyz`) over one site-packages holding the app of `project_dir`
     (its pyproject.toml and src/), the synced copy inside it and its dependencies. Its options are
     the pyproject's [tool.bonsai-bundle] table ([tool.bonsai-os] in this repository's OS surface)."""
     surface = project_dir
@@ -57,7 +64,6 @@ def build_zipapp(project_dir: Path, vendor: Path, tmp: Path, dist: Path, third_p
     python = f"cp{sys.version_info.major}{sys.version_info.minor}"
     tag = f"{python}-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
     target = tmp / f"{meta.get('name', project_dir.name)}-{meta.get('version', '0')}-{tag}.pyz"
-    run_tool([sys.executable, "-m", "shiv", "--site-packages", str(site), "--entry-point", entry,
-          "--output-file", str(target), "--python", "/usr/bin/env python3", "--reproducible"],
-         f"building the zipapp of {project_dir.name} with shiv")
+    write_pyz(site, target, name=str(meta.get("name", project_dir.name)), entry=entry,
+              python=f"{sys.version_info.major}.{sys.version_info.minor}")
     return publish(target, dist)
