@@ -1,4 +1,4 @@
-"""The runtime's architecture holds (import-linter contracts in pyproject.toml), and a break is caught."""
+"""The runtime's and bonsai-sync's architecture holds (import-linter contracts in pyproject.toml), and a break is caught."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
 
-def _lint(runtime: Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(runtime)}
+def _lint(runtime: Path, cwd: Path, sync: Path = REPO / "sync") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(runtime), str(sync)])}
     return subprocess.run([str(LINT), "--config", str(REPO / "pyproject.toml"), "--no-cache"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -23,7 +23,7 @@ def _lint(runtime: Path, cwd: Path) -> subprocess.CompletedProcess:
 def test_the_contracts_hold():
     result = _lint(REPO / "runtime", REPO)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "3 kept, 0 broken" in result.stdout
 
 
 @pytest.mark.parametrize("module,line,contract", [
@@ -42,3 +42,23 @@ def test_a_forbidden_import_breaks_lint(tmp_path, module, line, contract):
     result = _lint(copy, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert contract in result.stdout
+
+
+SYNC_LAYERS = "bonsai-sync's steps import downward only: its folders read as its pipeline BROKEN"
+
+
+@pytest.mark.parametrize("module,line", [
+    ("scan/facts.py", "from .. import pipeline  # noqa\n"),  # the scanner reaching up to the workspace
+    ("graph/index.py", "from ..write import lock  # noqa\n"),  # the module finder reaching up to the lock
+    ("plan/files.py", "from ..state import freshness  # noqa\n"),
+    ("write/tree.py", "from ..verify import tree  # noqa\n"),  # write and verify stay independent
+])
+def test_an_upward_import_in_bonsai_sync_breaks_lint(tmp_path, module, line):
+    """Mutation: one import against bonsai-sync's layers in a copy of it makes `lint-imports` fail."""
+    copy = tmp_path / "sync"
+    shutil.copytree(REPO / "sync" / "bonsai_sync", copy / "bonsai_sync", ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / "bonsai_sync" / module
+    target.write_text(target.read_text() + "\n" + line)
+    result = _lint(REPO / "runtime", tmp_path, sync=copy)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert SYNC_LAYERS in result.stdout

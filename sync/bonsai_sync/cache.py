@@ -18,11 +18,11 @@ SCANNER_VERSION = "2"
 
 @functools.cache
 def scanner_id() -> str:
-    """SCANNER_VERSION and a hash of the scanner's own source (scan/, facts.py, factcodec.py): facts
+    """SCANNER_VERSION and a hash of the scanner's own source (scan/, its process pool aside): facts
     another scanner made are never reused, from the cache or from a lock."""
     here = Path(__file__).parent
     hasher = sha256(SCANNER_VERSION.encode())
-    for path in sorted([*(here / "scan").glob("*.py"), here / "facts.py", here / "factcodec.py"]):
+    for path in sorted(p for p in (here / "scan").glob("*.py") if p.name != "pool.py"):
         hasher.update(path.name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
     return f"{SCANNER_VERSION}-{hasher.hexdigest()[:12]}"
 

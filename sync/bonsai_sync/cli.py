@@ -66,7 +66,7 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
     Exit codes: 0 ok, 1 stale (check), or hand edits or files it did not write refused (sync,
     build), 2 usage, configuration or file-system error, 3 closure or verification error.
     """
-    from .config import find_root
+    from .config.settings import find_root
 
     ctx.obj = {"root": root if root is not None else find_root(Path.cwd()), "no_cache": no_cache, "rescan": rescan,
                "wait": wait}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from .config import Surface
+from .config.settings import Surface
 from .errors import FatalError, StaleSurfaceError, VerifyError
-from .freshness import Stale, SurfaceState
 from .pipeline import Workspace
+from .state.freshness import Stale, SurfaceState
 
 OK, STALE = 0, 1
 _DONE = {"keep": "kept", "delete": "deleted"}
@@ -19,7 +19,7 @@ _DONE = {"keep": "kept", "delete": "deleted"}
 
 def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bool) -> None:
     """Raise VerifyError unless the tree at `tree` satisfies every import it makes."""
-    from .verify import Rules, enclosing_package, first_party_names, summarized, verify_tree
+    from .verify.tree import Rules, enclosing_package, first_party_names, summarized, verify_tree
 
     plan = ws.plan(surface)
     rules = Rules(first_party_names(ws.roots), frozenset(surface.third_party), surface.exclude,
@@ -33,7 +33,7 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
         raise VerifyError(*summarized(problems, plan.dest, rules.package))
     if verify_import:
         # imported only here: the import alone cost a one-line edit's sync 0.05 s
-        from .verify_import import import_entries
+        from .verify.imports import import_entries
 
         failures, warnings = import_entries(tree, plan.dest, surface.entry, surface.third_party, rules.first_party,
                                             rules.package if surface.rewrite_imports else None)
@@ -44,7 +44,7 @@ def verify_output(ws: Workspace, surface: Surface, tree: Path, verify_import: bo
 
 
 def _locks(ws: Workspace, surfaces: list[Surface], exclusive: bool, wait: float) -> contextlib.ExitStack:
-    from .locking import surface_lock
+    from .write.locking import surface_lock
 
     stack = contextlib.ExitStack()
     try:
@@ -62,7 +62,7 @@ def sync(ws: Workspace, names: tuple[str, ...], dry_run: bool, verify_import: bo
     A hand-edited file is refused (exit 1, naming each) unless `force`, and a file bonsai-sync did
     not write is refused unless `foreign` is "keep" or "delete"; nothing is written then. A dry run
     lists what it would do and refuses exactly as the real run would."""
-    from .swap import recover
+    from .write.swap import recover
 
     surfaces = ws.surfaces(names)
     with _locks(ws, surfaces, exclusive=not dry_run, wait=wait):
@@ -135,9 +135,9 @@ def _refuse(states: list[SurfaceState], force: bool, foreign: str) -> None:
 
 def _write(ws: Workspace, surface: Surface, verify_import: bool, foreign: str = "refuse") -> None:
     from .fsutil import remove_tree, walk_files
-    from .ownership import carry, section
-    from .swap import install
-    from .write import created_parents, stage
+    from .state.ownership import carry, section
+    from .write.swap import install
+    from .write.tree import created_parents, stage
 
     plan = ws.plan(surface)
     state = ws.state(surface)
@@ -191,7 +191,7 @@ def _report(state: SurfaceState, force: bool, foreign: str, dry: bool) -> None:
 
 def check(ws: Workspace, names: tuple[str, ...], show_diff: bool, fmt: str, wait: float = 30.0) -> int:
     """Exit 0 when every surface is exactly what `sync` would write, else 1 naming each file."""
-    from .freshness import diff
+    from .state.freshness import diff
 
     surfaces = ws.surfaces(names)
     with _locks(ws, surfaces, exclusive=False, wait=wait):
@@ -218,7 +218,7 @@ def check(ws: Workspace, names: tuple[str, ...], show_diff: bool, fmt: str, wait
 
 def why(ws: Workspace, name: str, target: str) -> int:
     """Print the shortest import chain from an entry of surface `name` to `target`, and what became of it."""
-    from .render import shortest_chain
+    from .graph.render import shortest_chain
 
     surface = ws.config.surface(name)
     found = ws.closure(surface)
@@ -236,7 +236,7 @@ def _report_errors(errors) -> int:
 
 def graph(ws: Workspace, name: str, fmt: str) -> int:
     """Print the closure graph of surface `name` as JSON or Graphviz dot."""
-    from .render import to_dot, to_json
+    from .graph.render import to_dot, to_json
 
     surface = ws.config.surface(name)
     found = ws.closure(surface)

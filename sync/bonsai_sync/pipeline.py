@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .cache import CACHE_DIR, Store, scanner_id
-from .config import Config, Surface, load
-from .digest import Digest, digest_file, digest_tree
+from .config.settings import Config, Surface, load
 from .errors import FatalError
-from .facts import Facts
-from .factsource import FactSource
-from .plan import Plan, PlannedFile
-from .statmemo import StatMemo
+from .plan.digest import Digest, digest_file, digest_tree
+from .plan.files import Plan, PlannedFile
+from .plan.statmemo import StatMemo
+from .scan.facts import Facts
+from .state.factsource import FactSource
 
 if TYPE_CHECKING:
-    from .closure import Closure
-    from .freshness import SurfaceState
-    from .index import ModuleIndex
-    from .verify import Reading
+    from .graph.closure import Closure
+    from .graph.index import ModuleIndex
+    from .state.freshness import SurfaceState
+    from .verify.tree import Reading
 
 
 class Workspace:
@@ -66,7 +66,7 @@ class Workspace:
 
     @property
     def index(self) -> ModuleIndex:
-        from .index import ModuleIndex
+        from .graph.index import ModuleIndex
 
         if self._index is None:
             self._index = ModuleIndex(self.roots)
@@ -79,7 +79,7 @@ class Workspace:
     def lock_data(self, dest: Path) -> dict[str, Any] | None:
         """A dest's lock as parsed TOML, read once per run (until `wrote` says it changed)."""
         if dest not in self._locks:
-            from .lock import load
+            from .write.lock import load
 
             self._locks[dest] = load(dest)
         return self._locks[dest]
@@ -101,7 +101,7 @@ class Workspace:
     def read_for_verify(self, data: bytes, package: tuple[str, ...], python: tuple[int, int]) -> Reading:
         """`verify.read_file`, kept in the cache by content (the verifier still reads every file of the
         tree and resolves every import in it; only an unchanged file's parse is skipped)."""
-        from .verify import read_file
+        from .verify.tree import read_file
 
         key = f"reading 2 {hashlib.sha256(data).hexdigest()}:{'/'.join(package)}:{python[0]}.{python[1]}"
         found = self.verify_store.get(key)
@@ -112,7 +112,7 @@ class Workspace:
 
     def closure(self, surface: Surface) -> Closure:
         """The closure of `surface` (always built; its errors are in `.errors`)."""
-        from .closure import closure
+        from .graph.closure import closure
 
         # libcst trees are acyclic and freed by reference counting; the cyclic collector would
         # only rescan millions of short-lived nodes while parsing.
@@ -137,8 +137,8 @@ class Workspace:
             return cached[1]
         if cached is not None:
             self._previous[surface.name] = (cached[1], cached[2])
-        from .lock import render
-        from .plan import make_plan
+        from .plan.files import make_plan
+        from .write.lock import render
 
         found = self.closure(surface)
         found.raise_errors()
@@ -154,8 +154,8 @@ class Workspace:
         """The package `rewrite-imports` rewrites the copy's imports below ("" when off)."""
         if not surface.rewrite_imports:
             return ""
-        from .config import TABLE, error
-        from .verify import enclosing_package
+        from .config.settings import TABLE, error
+        from .verify.tree import enclosing_package
 
         package = enclosing_package(self.root / surface.dest)
         if package is None:
@@ -167,7 +167,7 @@ class Workspace:
     def lock_text(self, plan: Plan) -> str:
         """The lock file `sync` writes for `plan` (rendered once, then cached with the plan)."""
         if plan.surface not in self._lock_texts:
-            from .lock import render
+            from .write.lock import render
 
             self._lock_texts[plan.surface] = render(plan)
         return self._lock_texts[plan.surface]
@@ -175,9 +175,9 @@ class Workspace:
     def state(self, surface: Surface, refresh: bool = False) -> SurfaceState:
         """The surface's dest compared with its plan, computed once per run (again after a write)."""
         if refresh or surface.name not in self._states:
-            from .freshness import surface_state
-            from .ownership import recorded
-            from .swap import interrupted
+            from .state.freshness import surface_state
+            from .state.ownership import recorded
+            from .write.swap import interrupted
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
@@ -203,7 +203,7 @@ class Workspace:
         """The files the dest's lock records: the previous plan's when the lock is exactly the text
         it rendered (render is lossless, so parsing would give the same), else what a parse of these
         very bytes gave (kept in the cache by their sha256), else parsed."""
-        from .lock import LOCK_NAME, files_of
+        from .write.lock import LOCK_NAME, files_of
 
         try:
             data = (dest / LOCK_NAME).read_bytes()

@@ -26,7 +26,7 @@ def check_staged(root: Path, names: tuple[str, ...], fmt: str, wait: float) -> i
     """Export the index's pyproject.toml, source roots and surfaces into a temporary tree and check
     it there; a file stale in the commit but fresh in the working tree is named as not staged."""
     from . import commands
-    from .config import load
+    from .config.settings import load
     from .pipeline import Workspace
 
     root = root.resolve()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bonsai_sync.facts import Facts
 from bonsai_sync.scan import astscan, scan, scan_libcst
 from bonsai_sync.scan.decode import decode
+from bonsai_sync.scan.facts import Facts
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = ((3, 8), (3, 11), (3, 13))

@@ -75,7 +75,7 @@ def test_check_from_a_real_subprocess_exits_1(synced_leaf):
 
 
 def test_check_surface_interface_for_other_tools(synced_leaf):
-    from bonsai_sync.config import load
+    from bonsai_sync.config.settings import load
     from bonsai_sync.pipeline import check_surface
 
     repo = synced_leaf

@@ -56,7 +56,7 @@ def test_forbid_leaves_out_an_optional_compiled_module(make_repo):
 
 
 def test_the_verifier_refuses_a_compiled_file_in_a_forbidding_surface(tmp_path):
-    from bonsai_sync.verify import Rules, verify_tree
+    from bonsai_sync.verify.tree import Rules, verify_tree
 
     (tmp_path / "app").mkdir()
     (tmp_path / "app/__init__.py").write_text("")

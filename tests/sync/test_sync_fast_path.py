@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import bonsai_sync.factsource
+import bonsai_sync.state.factsource
 from bonsai_sync.cli import main
-from bonsai_sync.factcodec import decode
-from bonsai_sync.lock import read
 from bonsai_sync.pipeline import Workspace
+from bonsai_sync.scan.factcodec import decode
+from bonsai_sync.write.lock import read
 
 CONFIG = """[tool.bonsai-sync]
 source = ["src"]
@@ -136,7 +136,7 @@ def test_the_fast_path_and_a_full_rescan_agree(files, edits):
 
 def _trust_the_lock_by_path(monkeypatch) -> None:
     """Inject the bug the content keys prevent: answer a file from its lock entry even when its bytes changed."""
-    real = bonsai_sync.factsource.FactSource.facts_of
+    real = bonsai_sync.state.factsource.FactSource.facts_of
 
     def facts_of(self, path, target):
         if not self.rescan:
@@ -147,7 +147,7 @@ def _trust_the_lock_by_path(monkeypatch) -> None:
                         return decode(entry.scan)
         return real(self, path, target)
 
-    monkeypatch.setattr(bonsai_sync.factsource.FactSource, "facts_of", facts_of)
+    monkeypatch.setattr(bonsai_sync.state.factsource.FactSource, "facts_of", facts_of)
 
 
 def test_a_fast_path_trusting_a_stale_lock_entry_is_caught(monkeypatch):

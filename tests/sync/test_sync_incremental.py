@@ -8,9 +8,9 @@ import dataclasses
 import errno
 import os
 
-import bonsai_sync.plan
-import bonsai_sync.verify
-import bonsai_sync.write
+import bonsai_sync.plan.files
+import bonsai_sync.verify.tree
+import bonsai_sync.write.tree
 
 FILES = {
     "src/app/main.py": "from . import a, b\n",
@@ -47,7 +47,7 @@ def test_where_hard_links_fail_every_file_is_copied(make_repo, monkeypatch):
         tried.append(dst)
         raise OSError(errno.EPERM, "Operation not permitted", src)
 
-    monkeypatch.setattr(bonsai_sync.write.os, "link", no_links)
+    monkeypatch.setattr(bonsai_sync.write.tree.os, "link", no_links)
     repo.write("src/app/b.py", "B = 2\n")
     assert repo.run("sync").exit_code == 0
     assert len(tried) == 1  # the first refusal says this file system links nothing
@@ -64,13 +64,13 @@ def _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch) -> bool:
     assert repo.run("sync").exit_code == 0
     before = {rel: repo.read(f"out/vendor/{rel}") for rel in repo.listing("out/vendor")}
     repo.write("src/app/b.py", "B = 2\n")
-    real = bonsai_sync.plan.make_plan
+    real = bonsai_sync.plan.files.make_plan
 
     def wrong_plan(*args, **kwargs):
         plan = real(*args, **kwargs)
         return dataclasses.replace(plan, files=tuple(f for f in plan.files if f.rel != "app/c.py"))
 
-    monkeypatch.setattr(bonsai_sync.plan, "make_plan", wrong_plan)
+    monkeypatch.setattr(bonsai_sync.plan.files, "make_plan", wrong_plan)
     result = repo.run("sync")
     if result.exit_code == 0:
         return False
@@ -86,19 +86,19 @@ def test_the_verifier_resolves_the_imports_of_unchanged_files_in_the_new_tree(ma
 
 
 def test_a_verifier_that_checks_only_written_files_would_be_caught(make_repo, monkeypatch):
-    real = bonsai_sync.verify.walk_files
+    real = bonsai_sync.verify.tree.walk_files
     written_only = lambda top: (p for p in real(top) if os.stat(p).st_nlink == 1)  # noqa: E731 (links are the kept files)
-    monkeypatch.setattr(bonsai_sync.verify, "walk_files", written_only)
+    monkeypatch.setattr(bonsai_sync.verify.tree, "walk_files", written_only)
     assert not _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
 
 
 def _synced_after_an_edit(make_repo, monkeypatch, counted: str):
-    """Sync, count the calls of `bonsai_sync.verify.<counted>` (by first argument), edit b.py, sync again."""
+    """Sync, count the calls of `bonsai_sync.verify.tree.<counted>` (by first argument), edit b.py, sync again."""
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
     calls: list = []
-    real = getattr(bonsai_sync.verify, counted)
-    monkeypatch.setattr(bonsai_sync.verify, counted, lambda first, *a: calls.append(first) or real(first, *a))
+    real = getattr(bonsai_sync.verify.tree, counted)
+    monkeypatch.setattr(bonsai_sync.verify.tree, counted, lambda first, *a: calls.append(first) or real(first, *a))
     repo.write("src/app/b.py", "B = 2\n")
     assert repo.run("sync").exit_code == 0
     return repo, calls
@@ -115,15 +115,15 @@ def test_the_verifier_parses_only_files_it_has_not_read_before(make_repo, monkey
 def _dry_run_after_an_edit_and_a_hand_edit(make_repo, monkeypatch) -> tuple[str, int]:
     """b.py changes upstream while a.py's copy is edited by hand: what `sync --dry-run` says, and
     how many times the lock had to be parsed to tell the two apart."""
-    import bonsai_sync.lock
+    import bonsai_sync.write.lock
 
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
     repo.write("src/app/b.py", "B = 2\n")
     repo.write("out/vendor/app/a.py", "# edited by hand\n")
     parsed = []
-    real = bonsai_sync.lock.load
-    monkeypatch.setattr(bonsai_sync.lock, "load", lambda dest: parsed.append(dest) or real(dest))
+    real = bonsai_sync.write.lock.load
+    monkeypatch.setattr(bonsai_sync.write.lock, "load", lambda dest: parsed.append(dest) or real(dest))
     return repo.run("sync", "--dry-run").stdout, len(parsed)
 
 
@@ -147,7 +147,7 @@ def _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch) -> bool:
     """Edit two files and fail the sync once the new tree is staged (links and written files alike),
     just before the swap: True when the dest is exactly as it was (same bytes, same inodes, no link
     left to its files) and no temporary tree is left beside it."""
-    import bonsai_sync.swap
+    import bonsai_sync.write.swap
 
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
@@ -161,7 +161,7 @@ def _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch) -> bool:
         staged.append(sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()))
         raise OSError(errno.ENOSPC, "No space left on device", str(dest))
 
-    monkeypatch.setattr(bonsai_sync.swap, "install", no_space)
+    monkeypatch.setattr(bonsai_sync.write.swap, "install", no_space)
     result = repo.run("sync")
     assert (result.exit_code, result.stderr) == (2, "bonsai-sync: error: out/vendor: No space left on device; "
                                                     "the surface was left as it was\n")
@@ -177,7 +177,7 @@ def test_a_failure_after_an_incremental_stage_leaves_the_surface_as_it_was(make_
 
 def test_an_incremental_sync_that_writes_changed_files_in_place_would_be_caught(make_repo, monkeypatch):
     """The bug a faster sync invites: update the changed files in the dest itself, not in the new tree."""
-    real = bonsai_sync.write.stage
+    real = bonsai_sync.write.tree.stage
 
     def in_place(root, plan, lock_text, keep=frozenset()):
         for planned in plan.files:
@@ -186,14 +186,14 @@ def test_an_incremental_sync_that_writes_changed_files_in_place_would_be_caught(
                 copy.write_bytes((root / planned.source).read_bytes())
         return real(root, plan, lock_text, keep)
 
-    monkeypatch.setattr(bonsai_sync.write, "stage", in_place)
+    monkeypatch.setattr(bonsai_sync.write.tree, "stage", in_place)
     assert not _failure_before_the_swap_leaves_the_surface(make_repo, monkeypatch)
 
 
 def test_a_verifier_memo_blind_to_the_tree_listing_would_be_caught(make_repo, monkeypatch):
     """The memo keys each file's problems by what a finder sees; ignoring that would keep a.py's old
     answer after c.py, which it imports, left the tree."""
-    monkeypatch.setattr(bonsai_sync.verify, "_context", lambda tree, sources, rules: "same")
+    monkeypatch.setattr(bonsai_sync.verify.tree, "_context", lambda tree, sources, rules: "same")
     assert not _bad_plan_after_an_edit_is_refused(make_repo, monkeypatch)
 
 
@@ -212,7 +212,7 @@ def _after_two_edits(make_repo, monkeypatch, relock: bool) -> tuple[str, int]:
     (the lock a checkout of another commit could bring): the files must come from these bytes."""
     import hashlib
 
-    import bonsai_sync.lock
+    import bonsai_sync.write.lock
 
     repo = make_repo(FILES, name="relocked" if relock else "repo")
     assert repo.run("sync").exit_code == 0
@@ -225,8 +225,8 @@ def _after_two_edits(make_repo, monkeypatch, relock: bool) -> tuple[str, int]:
         old = hashlib.sha256(b"from . import c\n").hexdigest()
         repo.write("out/vendor/bonsai-sync.lock", lock.replace(old, hashlib.sha256(b"# edited by hand\n").hexdigest()))
     parsed = []
-    real = bonsai_sync.lock.load
-    monkeypatch.setattr(bonsai_sync.lock, "load", lambda dest: parsed.append(dest) or real(dest))
+    real = bonsai_sync.write.lock.load
+    monkeypatch.setattr(bonsai_sync.write.lock, "load", lambda dest: parsed.append(dest) or real(dest))
     return repo.run("sync", "--dry-run").stdout, len(parsed)
 
 

@@ -9,8 +9,8 @@ grimp = pytest.importorskip("grimp")
 
 
 @pytest.mark.parametrize(("lower", "upper"), [
-    ("bonsai_sync.freshness", "bonsai_sync.pipeline"),
-    ("bonsai_sync.digest", "bonsai_sync.statmemo"),
+    ("bonsai_sync.state.freshness", "bonsai_sync.pipeline"),
+    ("bonsai_sync.plan.digest", "bonsai_sync.plan.statmemo"),
 ])
 def test_a_lower_module_never_reaches_the_one_above_it(lower, upper):
     graph = grimp.build_graph("bonsai_sync")

@@ -10,14 +10,14 @@ from pathlib import Path
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-import bonsai_sync.factcodec as codec
-import bonsai_sync.lock
 import bonsai_sync.scan
+import bonsai_sync.scan.factcodec as codec
+import bonsai_sync.write.lock
 from bonsai_sync.cache import scanner_id
-from bonsai_sync.facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
-from bonsai_sync.lock import binding, files_of, recorded_scans, render
-from bonsai_sync.plan import Plan, PlannedFile
+from bonsai_sync.plan.files import Plan, PlannedFile
 from bonsai_sync.scan import scan
+from bonsai_sync.scan.facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
+from bonsai_sync.write.lock import binding, files_of, recorded_scans, render
 
 NAME = st.lists(st.sampled_from(["app", "b_c", "X1", "_p", "ünï"]), min_size=1, max_size=3).map(".".join)
 TEXT = st.text(max_size=12)  # quotes, backslashes, control and non-ASCII characters included
@@ -165,6 +165,6 @@ def test_a_lock_merged_from_two_versions_does_not_lend_one_file_another_s_facts(
 
 
 def test_records_trusted_without_their_binding_would_be_caught(make_repo, monkeypatch):
-    monkeypatch.setattr(bonsai_sync.lock, "binding", lambda sha256, python, scanner: "tag")
+    monkeypatch.setattr(bonsai_sync.write.lock, "binding", lambda sha256, python, scanner: "tag")
     code, stdout = _merged_lock_verdict(make_repo)
     assert (code, stdout) == (1, "out/vendor/app/d.py: extra (not needed by the closure)\n")

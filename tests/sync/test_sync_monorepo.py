@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import bonsai_sync.swap
+import bonsai_sync.write.swap
 from tests.sync.test_sync_vendor_packages import _install_into
 
 pytest.importorskip("pygments")
@@ -116,18 +116,18 @@ def test_a_file_the_tool_cannot_replace_names_what_changed_and_the_next_run_reco
     _with_hints(monorepo)
     assert monorepo.run("sync", "--keep-foreign").exit_code == 0
     monorepo.write("src/core/__init__.py", '"""Core."""\n')
-    real = bonsai_sync.swap._exchange
+    real = bonsai_sync.write.swap._exchange
 
     def stuck(tree, dest):  # what an immutable file (chattr +i) in surface b does to the swap
         if "surfaces/b" in str(dest):
             raise OSError(errno.EPERM, "Operation not permitted", str(dest / "yaml/__init__.py"))
         return real(tree, dest)
 
-    monkeypatch.setattr(bonsai_sync.swap, "_exchange", stuck)
+    monkeypatch.setattr(bonsai_sync.write.swap, "_exchange", stuck)
     result = monorepo.run("sync")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1].startswith("bonsai-sync: error: synced: a; left as they were: b")
-    monkeypatch.setattr(bonsai_sync.swap, "_exchange", real)
+    monkeypatch.setattr(bonsai_sync.write.swap, "_exchange", real)
     assert monorepo.run("sync").exit_code == 0 and monorepo.run("check").exit_code == 0
 
 

@@ -26,9 +26,9 @@ def _fail(exc: OSError):
 
 @pytest.mark.parametrize(("target", "exc", "message"), [
     ("tempfile.mkdtemp", PermissionError(errno.EACCES, "Permission denied", "{root}/out"), "out: Permission denied"),
-    ("bonsai_sync.swap._exchange", PermissionError(errno.EPERM, "Operation not permitted", "{root}/out/vendor"),
+    ("bonsai_sync.write.swap._exchange", PermissionError(errno.EPERM, "Operation not permitted", "{root}/out/vendor"),
      "out/vendor: Operation not permitted"),
-    ("bonsai_sync.write.os.chmod", OSError(errno.ENOSPC, "No space left on device", "{root}/out/x"),
+    ("bonsai_sync.write.tree.os.chmod", OSError(errno.ENOSPC, "No space left on device", "{root}/out/x"),
      "out/x: No space left on device"),
 ])
 def test_a_refusing_file_system_is_one_line_and_leaves_the_surface(scenario, monkeypatch, target, exc, message):
@@ -107,8 +107,8 @@ def test_a_package_tree_1200_deep(make_repo):
 
 
 def test_a_temporary_tree_name_is_unique_per_run(scenario):
-    from bonsai_sync.plan import Plan
-    from bonsai_sync.write import stage
+    from bonsai_sync.plan.files import Plan
+    from bonsai_sync.write.tree import stage
 
     repo = scenario("verify")
     plan = Plan("app", "out/vendor", ())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 
-import bonsai_sync.swap
+import bonsai_sync.write.swap
 
 CONFIG = """[tool.bonsai-sync]
 source = ["src"]
@@ -35,14 +35,14 @@ def test_a_swap_that_fails_for_one_surface_names_what_changed_and_the_next_run_r
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
     repo.write("src/core/util.py", "X = 2\n")
-    real = bonsai_sync.swap._exchange
+    real = bonsai_sync.write.swap._exchange
 
     def refuse_b(tree, dest):
         if "surfaces/b/" in str(dest) + "/":
             raise OSError(errno.EPERM, "Operation not permitted", str(dest / "core/util.py"))
         return real(tree, dest)
 
-    monkeypatch.setattr(bonsai_sync.swap, "_exchange", refuse_b)
+    monkeypatch.setattr(bonsai_sync.write.swap, "_exchange", refuse_b)
     result = repo.run("sync")
     assert result.exit_code == 2
     assert result.stderr == (
@@ -53,7 +53,7 @@ def test_a_swap_that_fails_for_one_surface_names_what_changed_and_the_next_run_r
     assert repo.read("surfaces/a/vendor/core/util.py") == "X = 2\n"
     assert repo.read("surfaces/b/vendor/core/util.py") == "X = 1\n"
     assert _hidden(repo, "b") == []  # the new tree that could not go in is gone
-    monkeypatch.setattr(bonsai_sync.swap, "_exchange", real)
+    monkeypatch.setattr(bonsai_sync.write.swap, "_exchange", real)
     assert repo.run("sync").exit_code == 0
     assert repo.run("check").exit_code == 0
 
@@ -62,14 +62,14 @@ def test_an_old_copy_that_cannot_be_deleted_is_a_warning_and_is_deleted_by_the_n
     repo = make_repo(FILES)
     assert repo.run("sync").exit_code == 0
     repo.write("src/core/util.py", "X = 2\n")
-    real = bonsai_sync.swap.remove_tree
+    real = bonsai_sync.write.swap.remove_tree
 
     def stuck(top):
         if "surfaces/b/.vendor.bonsai-sync-" in str(top):
             raise OSError(errno.EPERM, "Operation not permitted", str(top / "core/util.py"))
         real(top)
 
-    monkeypatch.setattr(bonsai_sync.swap, "remove_tree", stuck)
+    monkeypatch.setattr(bonsai_sync.write.swap, "remove_tree", stuck)
     result = repo.run("sync")
     assert result.exit_code == 0, result.output
     assert "bonsai-sync: warning: " in result.stderr and "could not be deleted (the next sync tries again)" in result.stderr
@@ -78,7 +78,7 @@ def test_an_old_copy_that_cannot_be_deleted_is_a_warning_and_is_deleted_by_the_n
     repo.write("src/core/util.py", "X = 3\n")
     again = repo.run("sync")  # still stuck: a warning again, never a failure
     assert again.exit_code == 0 and "warning" in again.stderr
-    monkeypatch.setattr(bonsai_sync.swap, "remove_tree", real)
+    monkeypatch.setattr(bonsai_sync.write.swap, "remove_tree", real)
     assert repo.run("sync").exit_code == 0
     assert _hidden(repo, "b") == []
     assert repo.run("check").exit_code == 0

@@ -8,9 +8,9 @@ import hashlib
 
 import pytest
 
-import bonsai_sync.scanpool as scanpool
+import bonsai_sync.scan.pool as scanpool
 from bonsai_sync.errors import FatalError
-from bonsai_sync.facts import Facts
+from bonsai_sync.scan.facts import Facts
 
 
 def _counting(monkeypatch) -> dict[str, int]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bonsai_sync.rewrite import rewrite_imports
+from bonsai_sync.plan.rewrite import rewrite_imports
 from tests.sync.test_sync_vendor_packages import _install_into
 
 TOPS = frozenset({"yaml", "core"})
@@ -96,7 +96,7 @@ def test_the_verifier_reads_rewritten_imports(monorepo):
     assert monorepo.run("sync").exit_code == 0
     # a module the rewritten copy imports but does not hold is caught, under the name the copy spells
     (monorepo.root / "app/_vendor/core/util.py").unlink()
-    from bonsai_sync.verify import Rules, verify_tree
+    from bonsai_sync.verify.tree import Rules, verify_tree
 
     rules = Rules({"yaml", "core"}, frozenset(), package="app._vendor")
     problems = verify_tree(monorepo.root / "app/_vendor", "app/_vendor", rules, [monorepo.root / "src"])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bonsai_sync.facts import ImportFact, ResourceFact
 from bonsai_sync.scan import scan, scan_libcst
+from bonsai_sync.scan.facts import ImportFact, ResourceFact
 
 SOURCE = '''"""import not_in_docstring"""
 import os, importlib as il

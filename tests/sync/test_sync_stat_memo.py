@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import bonsai_sync.statmemo
-from bonsai_sync.statmemo import StatMemo
+import bonsai_sync.plan.statmemo
+from bonsai_sync.plan.statmemo import StatMemo
 
 FILES = {"src/app/main.py": "from . import a\n", "src/app/a.py": "A = 1\n"}
 
@@ -18,7 +18,7 @@ FILES = {"src/app/main.py": "from . import a\n", "src/app/a.py": "A = 1\n"}
 @pytest.fixture
 def trusting(monkeypatch):
     """Stamps count as old at once (a test cannot wait RACY_NS for each file)."""
-    monkeypatch.setattr(bonsai_sync.statmemo, "RACY_NS", -10**18)
+    monkeypatch.setattr(bonsai_sync.plan.statmemo, "RACY_NS", -10**18)
 
 
 def _hashed(monkeypatch) -> list[int]:
@@ -93,7 +93,7 @@ def test_files_changed_just_before_a_run_are_not_remembered(tmp_path):
     old = tmp_path / "g.py"
     old.write_text("y = 1\n")
     memo = StatMemo(None)
-    memo.start += 2 * bonsai_sync.statmemo.RACY_NS  # as if the run came long after the write
+    memo.start += 2 * bonsai_sync.plan.statmemo.RACY_NS  # as if the run came long after the write
     memo.digest(str(old), os.stat(old))
     assert list(memo.new) == [str(old)]
 

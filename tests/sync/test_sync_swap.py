@@ -9,7 +9,7 @@ import sys
 
 KILL = """
 import os, signal, sys
-import bonsai_sync.swap as swap
+import bonsai_sync.write.swap as swap
 real_exchange, real_rename = swap._exchange, os.rename
 if sys.argv[1] == "after-exchange":
     def exchange(a, b):
@@ -64,7 +64,7 @@ def test_a_kill_between_two_renames_is_rolled_back_by_the_next_run(scenario, chi
 
 
 def test_the_dest_is_never_renamed_away_where_the_exchange_works(scenario, monkeypatch):
-    import bonsai_sync.swap as swap
+    import bonsai_sync.write.swap as swap
 
     repo = _changed(scenario)
     dest = repo.root / "out/vendor"
@@ -83,7 +83,7 @@ def test_the_dest_is_never_renamed_away_where_the_exchange_works(scenario, monke
 
 
 def test_a_second_sync_waits_for_the_lock_then_says_another_is_running(scenario):
-    from bonsai_sync.locking import surface_lock
+    from bonsai_sync.write.locking import surface_lock
 
     repo = _changed(scenario)
     with surface_lock(repo.root / ".bonsai-sync-cache/locks", "app", True, 0):

@@ -5,19 +5,19 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-import bonsai_sync.plan
-from bonsai_sync.verify_import import import_entries
+import bonsai_sync.plan.files
+from bonsai_sync.verify.imports import import_entries
 
 
 def _drop(rel: str, monkeypatch) -> None:
     """Inject a planner bug: the plan silently loses `rel`."""
-    real = bonsai_sync.plan.make_plan
+    real = bonsai_sync.plan.files.make_plan
 
     def wrong_plan(*args, **kwargs):
         plan = real(*args, **kwargs)
         return dataclasses.replace(plan, files=tuple(f for f in plan.files if f.rel != rel))
 
-    monkeypatch.setattr(bonsai_sync.plan, "make_plan", wrong_plan)
+    monkeypatch.setattr(bonsai_sync.plan.files, "make_plan", wrong_plan)
 
 
 def test_verifier_catches_a_plan_that_drops_a_module(scenario, monkeypatch):
@@ -96,7 +96,7 @@ def _tree(tmp_path, files: dict[str, str]):
 
 
 def test_verify_tree_applies_its_own_rules(tmp_path):
-    from bonsai_sync.verify import Rules, verify_tree
+    from bonsai_sync.verify.tree import Rules, verify_tree
 
     source = _tree(tmp_path / "src", {"app/__init__.py": "", "app/gone.py": "", "app/main.py": ""})
     tree = _tree(

@@ -21,7 +21,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from ..config import load as load_config
+from ..config.settings import load as load_config
 from ..errors import UsageError
 from .pyodide_deps import distributions_for, pure_files
 

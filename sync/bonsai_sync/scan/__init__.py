@@ -1,7 +1,7 @@
 """Scanning Python source into import/resource facts (pure: text in, facts out): CPython's `ast` where it
 reads a file exactly as libcst does (no dynamic-import or resource hint), libcst for the rest."""
 
-from ..facts import Facts
+from .facts import Facts
 from .walker import TARGET
 from .walker import scan as scan_libcst
 

@@ -8,8 +8,8 @@ import operator
 import warnings
 from typing import Any
 
-from ..facts import Facts, ImportFact
 from .astnodes import Fallback, int_of, ints_of, names_of, qualname, string_list
+from .facts import Facts, ImportFact
 from .opens import opens_names
 from .vcompare import settle
 from .walker import _HINTS, _IMPORT_ERRORS, _Ctx

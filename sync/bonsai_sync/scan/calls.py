@@ -6,8 +6,8 @@ from typing import Any
 
 import libcst as cst
 
-from ..facts import DynamicSite, ImportFact, Problem, ResourceFact
 from .exprs import FILE, IMPORT_MODULE, UNFOLLOWABLE, literal, literal_head, path_of, qualname
+from .facts import DynamicSite, ImportFact, Problem, ResourceFact
 
 _DATA_HINT = "declare the files in this surface's `data` globs"
 

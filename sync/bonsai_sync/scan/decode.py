@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tokenize
 
-from ..facts import Problem
+from .facts import Problem
 
 
 def decode(data: bytes) -> tuple[str, Problem | None]:

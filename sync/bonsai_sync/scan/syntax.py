@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 
-from ..facts import Problem
+from .facts import Problem
 
 
 def cpython_syntax_error(text: str) -> Problem | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
+from .facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
 from .opens import opens_names
 from .syntax import cpython_syntax_error
 

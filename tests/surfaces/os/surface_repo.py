@@ -50,6 +50,6 @@ def sync(root: Path) -> None:
 
 def config(root: Path):
     """The sync tool's Config for the scenario repository."""
-    from bonsai_sync.config import load
+    from bonsai_sync.config.settings import load
 
     return load(root)

@@ -10,7 +10,7 @@ import re
 import warnings
 from collections.abc import Iterable
 
-from .errors import FatalError
+from ..errors import FatalError
 
 
 def tops_of(rels: Iterable[str]) -> frozenset[str]:

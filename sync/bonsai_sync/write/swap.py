@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from .fsutil import remove_tree
+from ..fsutil import remove_tree
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100

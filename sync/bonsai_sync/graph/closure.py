@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import TABLE, Config, Surface, error, line_of
+from ..config.settings import TABLE, Config, Surface, error, line_of
+from ..errors import ClosureError, Diagnostic
+from ..scan.facts import Facts
+from .build import GraphBuilder
 from .digraph import DiGraph
-from .errors import ClosureError, Diagnostic
-from .facts import Facts
-from .graph import GraphBuilder
 from .index import ModuleIndex
 
 

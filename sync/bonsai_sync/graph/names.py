@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import Diagnostic
-from .facts import Facts
+from ..errors import Diagnostic
+from ..scan.facts import Facts
 from .index import ModuleIndex, ModuleInfo
 
 # Attributes every module has without binding them

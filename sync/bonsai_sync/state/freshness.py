@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .digest import Digest, digest_tree
-from .lock import LOCK_NAME, load, read
+from ..plan.digest import Digest, digest_tree
+from ..plan.files import Plan, PlannedFile
+from ..write.lock import LOCK_NAME, load, read
 from .ownership import FOREIGN, FOREIGN_NEEDED, KEPT_NEEDED, files_below, recorded, section
-from .plan import Plan, PlannedFile
 
 if TYPE_CHECKING:
-    from .statmemo import StatMemo
+    from ..plan.statmemo import StatMemo
 
 CHANGED = "changed upstream"
 EDITED = "edited by hand in the surface (differs from bonsai-sync.lock)"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .errors import Diagnostic
-from .fsutil import listing, walk_files
-from .verify_rules import imports_of
+from ..errors import Diagnostic
+from ..fsutil import listing, walk_files
+from .rules import imports_of
 
 _ALLOWED = set(sys.stdlib_module_names) | {"__future__"}
 _LOADERS = [

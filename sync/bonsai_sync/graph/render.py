@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import Surface
-from .errors import UsageError
+from ..config.settings import Surface
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from .digraph import DiGraph

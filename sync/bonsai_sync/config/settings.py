@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, Diagnostic
+from ..errors import ConfigError, Diagnostic
 
 TABLE = "tool.bonsai-sync"
 _TOP_KEYS = {"source", "third-party", "surfaces"}

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .config import Surface
+from ..config.settings import Surface
+from ..errors import Diagnostic
+from ..fsutil import walk_files
+from ..scan.facts import DynamicSite, Facts, ImportFact, ResourceFact
 from .digraph import DiGraph
-from .errors import Diagnostic
-from .facts import DynamicSite, Facts, ImportFact, ResourceFact
-from .fsutil import walk_files
 from .index import ModuleIndex, ModuleInfo
 
 ALWAYS = set(sys.stdlib_module_names) | {"__future__"}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .digest import Digest
 
 if TYPE_CHECKING:
-    from .closure import Closure
+    from ..graph.closure import Closure
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,9 @@ def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: 
     imports of the copy's own packages `rewrite_imports` changes is planned with the rewritten bytes."""
     import hashlib
 
-    from .factcodec import encode
-    from .graph import COPIED
-    from .index import compiled_tag
+    from ..graph.build import COPIED
+    from ..graph.index import compiled_tag
+    from ..scan.factcodec import encode
     from .rewrite import rewrite_imports, tops_of
 
     root = root.resolve()

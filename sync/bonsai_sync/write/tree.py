@@ -8,11 +8,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import FatalError
-from .fsutil import remove_tree
+from ..errors import FatalError
+from ..fsutil import remove_tree
+from ..plan.files import Plan
+from ..plan.rewrite import rewrite_imports, tops_of
 from .lock import LOCK_NAME
-from .plan import Plan
-from .rewrite import rewrite_imports, tops_of
 from .swap import new_name
 
 # errors that say the file system (or the OS) makes no hard links at all

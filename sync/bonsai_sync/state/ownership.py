@@ -55,7 +55,7 @@ def recorded(data: dict[str, Any] | None) -> frozenset[str]:
 
 def section(paths: list[str] | tuple[str, ...]) -> str:
     """The lock's text recording `paths` as the user's files (empty for none)."""
-    from .lock import quoted
+    from ..write.lock import quoted
 
     return "".join(f"\n[[foreign]]\npath = {quoted(p)}\n" for p in sorted(paths))
 

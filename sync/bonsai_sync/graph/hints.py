@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Hint
-from .errors import Diagnostic
-from .graph import ALWAYS, GraphBuilder
+from ..config.settings import Hint
+from ..errors import Diagnostic
+from .build import ALWAYS, GraphBuilder
 from .index import ModuleIndex
 
 _HIDDEN_HINT = ("declare its targets in `hidden-imports` of surface {name!r} (a \"path.py:LINE\" = [...] entry answers "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .dists import find_dists
+from ..config.dists import find_dists
 
 
 def add_extras(builder, stubs: bool) -> None:

@@ -10,7 +10,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import FatalError
+from ..errors import FatalError
 from .facts import Facts
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def cpus() -> int:
 
 def scan_file(path: str, target: tuple[int, int]) -> tuple[str, Facts]:
     """(sha256 of the bytes read, their facts): one parse, in a worker or inline."""
-    from . import scan  # the package, not its function: a test may swap `scan.scan`
+    from .. import scan  # the package, not its function: a test may swap `scan.scan`
 
     data = Path(path).read_bytes()
     return sha256(data).hexdigest(), scan.scan_bytes(data, target)

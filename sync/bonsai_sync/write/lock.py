@@ -8,9 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import FatalError
-from .plan import Plan, PlannedFile
+from .. import __version__
+from ..errors import FatalError
+from ..plan.files import Plan, PlannedFile
 
 LOCK_NAME = "bonsai-sync.lock"
 LOCK_FORMAT = 3

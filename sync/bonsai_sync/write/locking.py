@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import FatalError
+from ..errors import FatalError
 
 
 class BusyError(FatalError):
@@ -19,7 +19,7 @@ class BusyError(FatalError):
 def surface_lock(folder: Path, name: str, exclusive: bool, timeout: float) -> Iterator[None]:
     """Hold `folder/<name>.lock` (exclusive to write, shared to read), waiting up to `timeout` seconds.
     A reader on a read-only checkout, where no lock file can be made, goes ahead without one."""
-    from .cache import ensure_folder
+    from ..cache import ensure_folder
 
     path = folder / f"{name}.lock"
     try:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cache import Store, scanner_id
-from .digest import Digest
-from .errors import FatalError
-from .facts import Facts
-from .scanpool import Parser
+from ..cache import Store, scanner_id
+from ..errors import FatalError
+from ..plan.digest import Digest
+from ..scan.facts import Facts
+from ..scan.pool import Parser
 
 
 class FactSource:
@@ -62,8 +62,8 @@ class FactSource:
     def _merge_locks(self) -> None:
         """Put every lock's records into the store, skipping a lock whose records the cache already
         holds (same file: inode, size, mtime). Skipping can only cost a parse: keys are content."""
-        from .factcodec import decode
-        from .lock import recorded_scans
+        from ..scan.factcodec import decode
+        from ..write.lock import recorded_scans
 
         self._merged = True
         if self.rescan:
@@ -101,7 +101,7 @@ class FactSource:
 
 
 def _signature(dest: Path) -> tuple[int, int, int] | None:
-    from .lock import LOCK_NAME
+    from ..write.lock import LOCK_NAME
 
     try:
         info = os.stat(dest / LOCK_NAME)

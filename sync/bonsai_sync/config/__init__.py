@@ -1,0 +1,1 @@
+"""Reading a repository's `[tool.bonsai-sync]` and the distributions in its source roots."""

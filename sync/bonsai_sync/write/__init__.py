@@ -1,0 +1,1 @@
+"""Writing a new tree, swapping it in, and the lock that records what was written."""
