@@ -122,7 +122,7 @@ class RuntimeBackend:
                                  "(a reply that may be either a call or JSON is not supported)")
         room = self.parts.max_positions - max_tokens
         if room < 1:
-            raise InvalidRequest(f"max_tokens ({max_tokens}) leaves no room for the prompt in the model's "
+            raise InvalidRequest(f"max_tokens: {max_tokens} leaves no room for the prompt in the model's "
                                  f"{self.parts.max_positions} positions")
         plain = [{**m, "role": "system"} if m["role"] == "developer" else dict(m) for m in messages]
         try:

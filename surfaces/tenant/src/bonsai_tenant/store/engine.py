@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, create_engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from ..db_config import DatabaseSpec, shown
@@ -21,6 +21,11 @@ from ..errors import TenantError
 
 class StoreError(TenantError):
     """The tenant database cannot be reached or used; the message is one line naming it."""
+
+
+class StoreRefused(StoreError):
+    """The database refused a value as data (a string it cannot hold, a number out of range): the
+    request's fault, not the database's."""
 
 
 def describe(spec: DatabaseSpec) -> str:
@@ -119,6 +124,8 @@ class Database:
             finally:
                 if self._turns is not None:
                     self._turns.release()
+        except DataError as exc:
+            raise StoreRefused(f"{self.name}: {one_line(exc)}") from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"{self.name}: {one_line(exc)}") from exc
 
