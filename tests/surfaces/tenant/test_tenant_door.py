@@ -61,8 +61,8 @@ def test_a_nul_in_a_stored_id_or_filter_is_a_400_not_a_database_outage(live_serv
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_seed_too_long_to_read_is_a_400_naming_it(live_server, database, stream):
     api = serve(live_server, database)
-    raw_body = ('{"model": "small", "messages": [{"role": "user", "content": "x"}], "stream": %s, "seed": %s}'
-                % (json.dumps(stream), "9" * 5000)).encode()
+    raw_body = (f'{{"model": "small", "messages": [{{"role": "user", "content": "x"}}], '
+                f'"stream": {json.dumps(stream)}, "seed": {"9" * 5000}}}').encode()
     status, _, raw = request(api.port, "POST", "/v1/chat/completions", raw_body, key="sk-acme")
     body = json.loads(raw)
     assert status == 400 and body["error"]["param"] == "seed" and "5000 digits" in body["error"]["message"], body
