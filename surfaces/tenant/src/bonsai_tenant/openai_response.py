@@ -26,6 +26,7 @@ class Completion:
         self.text: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.finish = Finish("stop")
+        self.finished = False  # the backend's Finish (with its token counts) arrived
         self.logprobs: list[dict[str, Any]] | None = [] if logprobs else None
         self._unsent: list[dict[str, Any]] = []  # logprob entries not yet in a streamed chunk
 
@@ -55,7 +56,7 @@ class Completion:
             self.tool_calls.append(event)
             call = {"index": len(self.tool_calls) - 1, **event.to_openai()}
             return self._chunk({"tool_calls": [call]})
-        self.finish = event
+        self.finish, self.finished = event, True
         return None
 
     @property

@@ -145,7 +145,9 @@ class RuntimeBackend:
             return ToolCallConstraint(registry, vocab, trie=trie, force_call=tool_choice == "required",
                                       max_calls=None if parallel_tool_calls else 1)
 
-        return Turn(lambda emit, cancelled: self._work(ids, registry, settings, processor, stop, emit, cancelled))
+        turn = Turn(lambda emit, cancelled: self._work(ids, registry, settings, processor, stop, emit, cancelled, turn))
+        turn.prompt_size = len(ids)
+        return turn
 
     def _trie_parts(self) -> tuple[list[bytes | None], Any]:
         """The vocabulary's bytes and its TokenTrie (built once per model)."""
@@ -168,7 +170,7 @@ class RuntimeBackend:
 
     def _work(self, ids: list[int], registry: ToolRegistry, settings: DecodeSettings,
               processor: Callable[[], Any], stop: tuple[str, ...], emit: Callable[[Event], None],
-              cancelled: Callable[[], bool]) -> None:
+              cancelled: Callable[[], bool], turn: Turn) -> None:
         tok = self.parts.tokenizer
         text, echo, parser = TextOut(stop), EchoFilter(), ToolCallParser(registry)
         count = 0
@@ -182,6 +184,7 @@ class RuntimeBackend:
             if cancelled():
                 raise Cancelled
             count += 1
+            turn.completion_tokens = count
             if lp is not None:
                 emit(self._logprob(lp))
             if not tok.is_special(token_id):
@@ -192,6 +195,7 @@ class RuntimeBackend:
         try:
             with self.lock:
                 self.parts.reset()
+                turn.prompt_tokens = len(ids)
                 self.parts.generate(ids, settings, processor(), on_token, cancelled)
         except Cancelled:
             return

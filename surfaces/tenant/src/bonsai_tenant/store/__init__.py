@@ -2,7 +2,8 @@
 
 from .completions import Page, Query
 from .engine import StoreError, StoreRefused
+from .holds import Hold
 from .store import Store, open_store
 from .usage import UsageRow
 
-__all__ = ["Page", "Query", "Store", "StoreError", "StoreRefused", "UsageRow", "open_store"]
+__all__ = ["Hold", "Page", "Query", "Store", "StoreError", "StoreRefused", "UsageRow", "open_store"]
