@@ -61,7 +61,11 @@ class Completion:
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.tool_calls else self.finish.reason
+        """"length" when max_tokens cut the reply, calls or not (a call it cut is dropped); else
+        "tool_calls" when the model called tools; else the backend's reason."""
+        if self.finish.reason == "length" or not self.tool_calls:
+            return self.finish.reason
+        return "tool_calls"
 
     def last_chunk(self) -> dict[str, Any]:
         """The closing chunk with the finish reason and an empty delta."""
@@ -78,11 +82,11 @@ class Completion:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole `chat.completion` object."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
-        if self.tool_calls:
+        text = "".join(self.text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.tool_calls:  # the blank lines between calls are no content
+            message["content"] = text if text.strip() else None
             message["tool_calls"] = [c.to_openai() for c in self.tool_calls]
-        else:
-            message["content"] = "".join(self.text)
         logprobs = {"content": self.logprobs, "refusal": None} if self.logprobs is not None else None
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "message": message, "logprobs": logprobs,
