@@ -180,3 +180,20 @@ def test_the_lost_record_check_catches_a_server_that_replies_before_recording(li
     monkeypatch.setattr(billing, "call", careless)
     told = locked_requests(live_server, tmp_path)
     assert told[0][0] == 200 and "database_unavailable" not in told[1][1]
+
+
+def test_a_new_sqlite_database_and_its_wal_files_are_the_owners_only(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "tenants.db"
+    old = os.umask(0o022)  # the usual umask, which leaves new files world-readable
+    try:
+        store = open_store(DatabaseSpec(f"sqlite:///{path}"))
+        store.record("acme", "m", 1, 2)
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir() if p.name.startswith("tenants.db")}
+        store.close()
+    finally:
+        os.umask(old)
+    assert modes["tenants.db"] == 0o600 and set(modes.values()) == {0o600}, modes
+    assert {"tenants.db-wal", "tenants.db-shm"} <= set(modes)

@@ -30,7 +30,7 @@ tenants = ["acme"]
     assert config.model_for(acme, "private").id == "private"
     with pytest.raises(ApiError) as info:
         config.model_for(globex, "private")
-    assert info.value.status == 403
+    assert info.value.status == 404
 
 
 @pytest.mark.parametrize("header", [None, "", "Bearer", "Basic sk-a", "Bearer sk-b"])

@@ -113,14 +113,12 @@ class ServerConfig:
         return found
 
     def model_for(self, tenant: Tenant, model_id: str) -> ModelSpec:
-        """The model if this tenant may use it: 404 when unknown, 403 when it belongs to others."""
+        """The model if this tenant may use it; else a 404, the same for another tenant's model as for
+        one that does not exist (as OpenAI answers), so model names reveal nothing across tenants."""
         spec = self.models.get(model_id)
-        if spec is None:
+        if spec is None or not spec.allows(tenant):
             raise ApiError(404, f"model {model_id!r} does not exist; see GET /v1/models",
                            param="model", code="model_not_found")
-        if not spec.allows(tenant):
-            raise ApiError(403, f"model {model_id!r} belongs to another tenant", type="permission_error",
-                           param="model", code="forbidden")
         return spec
 
 
