@@ -14,11 +14,14 @@ start, not the first request.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -35,6 +38,7 @@ from .billing import reserve, settle, settle_quietly
 from .errors import ApiError, ConfigError, InvalidRequest
 from .events import Backend, Event
 from .http_io import DONE, GONE, TIMEOUT, drive, error_response, internal_error, read_body, timeout_error
+from .live_config import LiveConfig
 from .openai_options import bad
 from .openai_request import ChatRequest, parse_chat_request, parse_json
 from .openai_response import Completion
@@ -45,6 +49,7 @@ from .stream import EventStream
 from .tenants import ModelSpec, ServerConfig
 
 log = logging.getLogger("bonsai_tenant")
+WATCH_INTERVAL = 2.0  # seconds between looks at the tenants file for a change
 BackendFactory = Callable[[ModelSpec], Backend]
 _PARAM = re.compile(r"^([a-z_]+(?:[.\[][a-z_0-9\].]*)?): ")
 
@@ -139,19 +144,33 @@ def _start(backend: Backend, req: ChatRequest, request_id: str) -> Iterator[Even
 
 
 def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory,
-               store: Store | None = None) -> Starlette:
+               store: Store | None = None, config_path: str | Path | None = None,
+               watch_interval: float = WATCH_INTERVAL) -> Starlette:
     """The ASGI app. Loads one Backend per model id now (ConfigError naming the model if one fails) and
-    opens the tenant database (`config.database` unless `store` is given; StoreError of one line)."""
+    opens the tenant database (`config.database` unless `store` is given; StoreError of one line).
+    With `config_path` (the file `config` came from), its tenants reload on SIGHUP and when it changes."""
     if store is None:
         store = open_store(config.database, {t.name: t.retention_days for t in config.tenants})
     state = _State(config, load_backends(config, backend_factory), store)
     limits = config.limits
 
+    def tenants_changed(new: ServerConfig) -> None:
+        store.retention = {t.name: t.retention_days for t in new.tenants}
+        for lane in state.lanes.values():
+            lane.share = max(1, math.ceil(lane.queue_size / max(1, len(new.tenants))))
+
+    live = LiveConfig(config, config_path, on_change=tenants_changed)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with live.watching(watch_interval):
+            yield
+
     async def chat_completions(request: Request) -> Response:
         arrival, request_id = time.monotonic(), secrets.token_hex(6)
-        tenant = config.authenticate(request.headers.get("authorization"))
+        tenant = live.authenticate(request.headers.get("authorization"))
         req = parse_chat_request(parse_json(await read_body(request, limits.max_body_bytes)))
-        spec = config.model_for(tenant, req.model)
+        spec = live.model_for(tenant, req.model)
         backend, lane = state.backends[spec.id], state.lanes[spec.id]
         _check_features(backend, spec, req)
         lane.admit(tenant.name)  # a full queue is refused before the prompt is even encoded
@@ -187,14 +206,14 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
         return JSONResponse(completion.to_dict())
 
     async def list_models(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
+        tenant = live.authenticate(request.headers.get("authorization"))
         data = [{"id": m.id, "object": "model", "created": 0, "owned_by": "bonsai"}
-                for m in config.models.values() if m.allows(tenant)]
+                for m in live.models.values() if m.allows(tenant)]
         return JSONResponse({"object": "list", "data": data})
 
     async def get_model(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        spec = config.model_for(tenant, request.path_params["model_id"])
+        tenant = live.authenticate(request.headers.get("authorization"))
+        spec = live.model_for(tenant, request.path_params["model_id"])
         return JSONResponse({"id": spec.id, "object": "model", "created": 0, "owned_by": "bonsai"})
 
     async def health(request: Request) -> Response:
@@ -202,10 +221,10 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        *stored_routes(config, store),
+        *stored_routes(live, store),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(JsonErrors)],
+    return Starlette(routes=routes, middleware=[Middleware(JsonErrors)], lifespan=lifespan,
                      exception_handlers={ApiError: _api_error, HTTPException: _http_error})

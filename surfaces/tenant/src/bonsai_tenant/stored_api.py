@@ -22,10 +22,10 @@ from starlette.routing import Route
 from . import openai_options as opt
 from .errors import ApiError
 from .http_io import read_body
+from .live_config import LiveConfig
 from .openai_options import bad
 from .openai_request import parse_json
 from .store import Query, Store, StoreError, StoreRefused
-from .tenants import ServerConfig
 
 log = logging.getLogger("bonsai_tenant")
 T = TypeVar("T")
@@ -91,7 +91,7 @@ def list_query(params: QueryParams) -> Query:
     return Query(after, limit, order, None if model is None else opt.storable(model, "model"), tuple(pairs))
 
 
-def routes(config: ServerConfig, store: Store) -> list[Route]:
+def routes(config: LiveConfig, store: Store) -> list[Route]:
     """The stored-completion routes, bound to the server's tenants and store."""
 
     async def list_completions(request: Request) -> Response:
