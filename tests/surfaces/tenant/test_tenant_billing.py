@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from bonsai_tenant.server import create_app
 from bonsai_tenant.store import StoreError, open_store
 from bonsai_tenant.store import completions as completions_module
-from bonsai_tenant.tenants import ModelSpec, ServerConfig
+from bonsai_tenant.tenants import Limits, ModelSpec, ServerConfig
 from http_client import request, sse_events
 from scripted_model import ScriptedModel, scripted_backend
 from test_tenant_work import raw_post, wait_until
@@ -97,6 +98,36 @@ def test_concurrent_abandoned_and_failing_storage_requests_are_counted_exactly_w
     requests, tokens = usage_of(database)
     assert tokens == sum(len(p) for p in model.prompts) + model.generated  # every generated token, no more
     assert tokens <= quota and requests == len(model.prompts)
+    assert charged(database) == tokens  # every hold was given back down to what its request used
+
+
+def charged(database, tenant: str = "acme") -> int:
+    """What counts against `tenant`'s quota today: tokens used plus tokens held."""
+    store = open_store(database)
+    try:
+        return store.reserve(tenant, "m", 0, None).charged
+    finally:
+        store.close()
+
+
+def test_a_request_refused_by_a_full_queue_holds_nothing_and_the_others_give_back_what_they_did_not_use(live_server, database):
+    backend, model, _ = scripted_backend("x" * 200, delay=0.02)
+    config = ServerConfig.from_keys({"acme": "sk-a"}, {"m": ModelSpec("m")}, database=database,
+                                    daily_token_quota=10_000, limits=Limits(queue_size=1))
+    port = live_server(create_app(config, lambda spec: backend)).port
+    long = {**ASK, "max_tokens": 60}
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(request, port, "POST", "/v1/chat/completions", long, key="sk-a")
+        assert wait_until(lambda: model.running.is_set())
+        waiting = pool.submit(request, port, "POST", "/v1/chat/completions", long, key="sk-a")
+        time.sleep(0.5)  # the second waits in the line (its hold taken), the model busy with the first
+        assert charged(database) == 2 * (backend.stream(ASK["messages"], tools=[], max_tokens=60,
+                                                        temperature=0.0).prompt_size + 60)
+        refused = request(port, "POST", "/v1/chat/completions", long, key="sk-a")
+        assert refused[0] == 429 and b"queue" in refused[2]
+        assert first.result()[0] == waiting.result()[0] == 200
+    requests, tokens = usage_of(database)
+    assert requests == 2 == len(model.prompts) and charged(database) == tokens
 
 
 def test_holds_are_atomic_across_servers(database):

@@ -44,10 +44,6 @@ class Store:
             if stored is not None:
                 self._keep(conn, tenant, stored)
 
-    def tokens_today(self, tenant: str) -> int:
-        with self.db.transaction() as conn:
-            return usage.tokens_on(conn, tenant, day_of(self.now()))
-
     def reserve(self, tenant: str, model: str, tokens: int, quota: int | None) -> Hold:
         """Hold `tokens` of today's quota for one request (see holds.py); `Hold.admitted` is False
         when they do not fit, and nothing is held then."""
@@ -74,7 +70,8 @@ class Store:
 
     @staticmethod
     def _settle(conn: Connection, hold: Hold, prompt_tokens: int, completion_tokens: int) -> None:
-        usage.add(conn, hold.tenant, hold.model, hold.day, prompt_tokens, completion_tokens)
+        if prompt_tokens or completion_tokens:  # a request that never reached the model is no request
+            usage.add(conn, hold.tenant, hold.model, hold.day, prompt_tokens, completion_tokens)
         holds.release(conn, hold, prompt_tokens + completion_tokens)
 
     def _keep(self, conn: Connection, tenant: str, stored: tuple[dict[str, Any], list[Any], dict[str, str]]) -> None:
