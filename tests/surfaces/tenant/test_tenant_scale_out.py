@@ -126,6 +126,28 @@ def test_two_servers_share_stored_completions_and_usage(database, tmp_path, caps
     assert usage_report(config, capsys)["total"]["total_tokens"] == sum(tokens.values())
 
 
+def test_two_servers_at_once_never_pass_a_tenants_quota(database, tmp_path, capsys):
+    """Concurrent requests on two server processes: each holds its prompt and max_tokens in the shared
+    database before it runs, so together they stay within the quota, and what ran is what is counted."""
+    config = write_config(tmp_path, database.url)
+    config.write_text(config.read_text().replace('api-key-env = "ACME_KEY"\n',
+                                                  'api-key-env = "ACME_KEY"\ndaily-token-quota = 400\n'))
+    servers = [Server(config, "one"), Server(config, "two")]
+    servers = [server.wait() for server in servers]
+    try:
+        ask = {"model": "small", "max_tokens": 100, "messages": [{"role": "user", "content": "w " * 120}]}
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda i: servers[i % 2]("POST", "/v1/chat/completions", ask), range(12)))
+        done = [body for status, body in answers if status == 200]
+        assert {status for status, _ in answers} == {200, 429}
+        report = usage_report(config, capsys, "--tenant", "acme")["total"]
+        assert report["requests"] == len(done) and report["total_tokens"] <= 400
+        assert report["total_tokens"] == sum(body["usage"]["total_tokens"] for body in done)
+    finally:
+        for server in servers:
+            server.stop()
+
+
 @pytest.mark.parametrize("problem", ["corrupt", "locked"])
 def test_a_corrupt_or_locked_sqlite_file_stops_the_start_with_one_line_naming_it(tmp_path, capsys, monkeypatch,
                                                                                   problem):
