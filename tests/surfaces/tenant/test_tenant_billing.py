@@ -52,7 +52,7 @@ def serve_counting(live_server, database, quota: int | None) -> tuple[int, Count
     """(port, model, the prompt's tokens) of a server whose tenant acme has `quota` tokens a day, where
     `quota` is a function of the prompt's tokens (None: no quota)."""
     backend, _, _ = scripted_backend("x" * 200)
-    model = CountingModel("x" * 200, delay=0.03)
+    model = CountingModel("x" * 200, delay=0.05)
     backend.parts = dataclasses.replace(backend.parts, generate=model)
     prompt = backend.stream(ASK["messages"], tools=[], max_tokens=M, temperature=0.0).prompt_size
     config = ServerConfig.from_keys({"acme": "sk-a"}, {"m": ModelSpec("m")}, database=database,
