@@ -286,3 +286,15 @@ def test_the_retention_check_catches_a_store_that_keeps_everything(live_server, 
     monkeypatch.setattr("bonsai_tenant.store.store.cutoff", lambda days, now: None)
     status, listed, rows = retained(live_server, database, monkeypatch)
     assert (status, len(listed), rows) == (200, 2, 2)
+
+
+def test_another_tenants_model_answers_like_a_made_up_one(live_server, database):
+    models = {**MODELS, "acme/private": ModelSpec("acme/private", tenants=frozenset({"acme"}))}
+    api = Api(live_server(create_app(ServerConfig.from_keys(KEYS, models, database=database), make_backend)).port)
+    ask = {"messages": [{"role": "user", "content": "x"}], "store": True}
+    assert api("POST", "/v1/chat/completions", {**ask, "model": "acme/private"})[0] == 200
+    theirs = api("POST", "/v1/chat/completions", {**ask, "model": "acme/private"}, key="sk-globex")
+    made_up = api("POST", "/v1/chat/completions", {**ask, "model": "acme/nothing"}, key="sk-globex")
+    assert theirs[0] == made_up[0] == 404
+    assert json.dumps(theirs).replace("acme/private", "acme/nothing") == json.dumps(made_up)
+    assert api.ids(key="sk-globex") == [] and api.ids("?model=acme/private", key="sk-globex") == []
