@@ -29,7 +29,7 @@ from results_file import write_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-TENANTS = {"acme": "sk-load-acme", "globex": "sk-load-globex"}
+TENANTS = {"acme": "sk-load-acme-0123456789", "globex": "sk-load-globex-0123456789"}
 
 
 def free_port() -> int:

@@ -11,9 +11,9 @@ from bonsai_tenant.tenants import key_digest
 
 
 def test_hash_key_prints_the_digest_the_tenants_file_takes(monkeypatch, capsys):
-    monkeypatch.setattr("sys.stdin", io.StringIO("sk-secret\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-secret-0123456789\n"))
     assert main(["hash-key"]) == 0
-    assert capsys.readouterr().out.strip() == key_digest("sk-secret")
+    assert capsys.readouterr().out.strip() == key_digest("sk-secret-0123456789")
 
 
 @pytest.mark.parametrize("text, message", [

@@ -106,9 +106,9 @@ def test_serve_refuses_to_start_with_a_bad_model_in_one_line(tmp_path, capsys):
 
 def test_two_tenants_with_the_same_key_are_refused(tmp_path):
     path = tmp_path / "tenants.toml"
-    path.write_text(f'[tenants.acme]\napi-key-env = "A"\n[tenants.globex]\napi-key-sha256 = "{key_digest("sk-same")}"\n')
+    path.write_text(f'[tenants.acme]\napi-key-env = "A"\n[tenants.globex]\napi-key-sha256 = "{key_digest("sk-the-same-key-twice")}"\n')
     with pytest.raises(ConfigError, match=r"tenants\.globex: has the same API key as tenants\.acme"):
-        load_config(path, environ={"A": "sk-same"})
+        load_config(path, environ={"A": "sk-the-same-key-twice"})
     with pytest.raises(ConfigError, match="tenants.globex: has the same API key as tenants.acme"):
         ServerConfig.from_keys({"acme": "sk-same", "globex": "sk-same"})
 

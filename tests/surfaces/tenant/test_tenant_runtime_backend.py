@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from bonsai_tenant._vendor.bonsai.toolcall.prompt import ToolPrompt
@@ -65,7 +66,8 @@ def test_text_and_a_tool_call_split_across_tokens_come_out_as_events():
                            temperature=0.0))
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Let me check. "
-    assert [e for e in events if isinstance(e, ToolCall)] == [ToolCall("call_0", "get_weather", '{"city": "Paris"}')]
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    assert (call.name, call.arguments) == ("get_weather", '{"city": "Paris"}') and re.fullmatch(r"call_[0-9a-f]{24}", call.id)
     assert events[-1] == Finish("stop", len(script.prompts[0]), len(reply))
     assert script.resets == 1
 

@@ -31,16 +31,16 @@ def tables_and_version(url: str) -> tuple[set[str], list[int]]:
 def test_the_schema_is_created_once_and_its_version_recorded(database):
     open_store(database).close()
     tables, versions = tables_and_version(database.url)
-    assert tables == {"bonsai_schema_version", "stored_completions", "completion_metadata", "usage"}
-    assert versions == [migrate_module.VERSION] == [1]
+    assert tables == {"bonsai_schema_version", "stored_completions", "completion_metadata", "usage", "quota_days"}
+    assert versions == [migrate_module.VERSION] == [2]
     store = open_store(database)  # again: nothing to do, nothing lost
     store.record("acme", "m", 1, 2)
     store.close()
     store = open_store(database)
-    assert migrate_module.migrate(store.db) == (1, 1)
+    assert migrate_module.migrate(store.db) == (2, 2)
     assert [(r.tenant, r.requests) for r in store.usage()] == [("acme", 1)]
     store.close()
-    assert tables_and_version(database.url)[1] == [1]
+    assert tables_and_version(database.url)[1] == [2]
 
 
 def test_a_database_newer_than_the_code_is_refused_in_one_line(database):
@@ -51,7 +51,7 @@ def test_a_database_newer_than_the_code_is_refused_in_one_line(database):
     engine.dispose()
     with pytest.raises(StoreError) as info:
         open_store(database)
-    assert str(info.value).endswith(": schema version 7 is newer than this bonsai-tenant knows (1); "
+    assert str(info.value).endswith(": schema version 7 is newer than this bonsai-tenant knows (2); "
                                     "run the newer bonsai-tenant")
     assert "\n" not in str(info.value)
 
@@ -108,22 +108,44 @@ def test_a_lock_held_past_lock_timeout_is_one_line_naming_the_file(tmp_path):
     assert str(info.value) == f"{tmp_path / 'state.db'}: database is locked"
 
 
-def locked_requests(live_server, tmp_path) -> list[tuple[int, str]]:
+def locked_requests(live_server, tmp_path, lock_at_start: bool = False) -> list[tuple[int, str]]:
     """Requests (plain and streamed, store=true) while another process holds the SQLite file's write
-    lock: (status, what the client was told) for each; then the lock goes and the same requests work."""
+    lock, taken once the model starts (after the request's quota hold), or before the request
+    (`lock_at_start`): (status, what the client was told) for each."""
     spec = DatabaseSpec(f"sqlite:///{tmp_path / 'state.db'}", lock_timeout=0.2)
-    port = live_server(create_app(ServerConfig.from_keys({"acme": "sk-a"}, database=spec), make_backend)).port
+    holders = []
+
+    def lock() -> None:
+        holders.append(sqlite3.connect(tmp_path / "state.db", isolation_level=None, check_same_thread=False))
+        holders[-1].execute("BEGIN EXCLUSIVE")
+
+    def locking_backend(spec):
+        backend = make_backend(spec)
+        plain = backend.stream
+
+        def stream(*args, **kwargs):
+            if not lock_at_start:
+                lock()
+            yield from plain(*args, **kwargs)
+
+        backend.stream = stream
+        return backend
+
+    port = live_server(create_app(ServerConfig.from_keys({"acme": "sk-a"}, database=spec), locking_backend)).port
     body = {"model": "smollm2", "store": True, "messages": [{"role": "user", "content": "x"}]}
-    holder = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    if lock_at_start:
+        lock()
     told = []
     try:
         for stream in (False, True):
             status, _, raw = request(port, "POST", "/v1/chat/completions", {**body, "stream": stream}, key="sk-a")
-            last = sse_events(raw)[-2] if stream else json.loads(raw)
+            last = sse_events(raw)[-2] if stream and status == 200 else json.loads(raw)
             told.append((status, json.dumps(last)))
+            if not lock_at_start:
+                holders.pop().close()
     finally:
-        holder.close()
+        for holder in holders:
+            holder.close()
     return told
 
 
@@ -137,18 +159,41 @@ def test_a_locked_database_is_an_error_to_the_client_never_a_lost_record(live_se
     store.close()
 
 
+def test_a_database_locked_before_the_quota_hold_refuses_the_request_before_any_work(live_server, tmp_path):
+    told = locked_requests(live_server, tmp_path, lock_at_start=True)
+    assert [status for status, _ in told] == [503, 503]
+    assert all('"code": "database_unavailable"' in what for _, what in told)
+
+
 def test_the_lost_record_check_catches_a_server_that_replies_before_recording(live_server, tmp_path, monkeypatch):
     """Mutation: the server swallows the database's failure and replies as if all were kept."""
-    import bonsai_tenant.server as server
+    import bonsai_tenant.billing as billing
 
-    real = server._State.record
+    real = billing.call
 
-    async def careless(self, *args):
+    async def careless(fn, *args, **kwargs):
         try:
-            await real(self, *args)
+            return await real(fn, *args, **kwargs)
         except Exception:  # noqa: BLE001 - the bug under test
-            pass
+            return None
 
-    monkeypatch.setattr(server._State, "record", careless)
+    monkeypatch.setattr(billing, "call", careless)
     told = locked_requests(live_server, tmp_path)
     assert told[0][0] == 200 and "database_unavailable" not in told[1][1]
+
+
+def test_a_new_sqlite_database_and_its_wal_files_are_the_owners_only(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "tenants.db"
+    old = os.umask(0o022)  # the usual umask, which leaves new files world-readable
+    try:
+        store = open_store(DatabaseSpec(f"sqlite:///{path}"))
+        store.record("acme", "m", 1, 2)
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir() if p.name.startswith("tenants.db")}
+        store.close()
+    finally:
+        os.umask(old)
+    assert modes["tenants.db"] == 0o600 and set(modes.values()) == {0o600}, modes
+    assert {"tenants.db-wal", "tenants.db-shm"} <= set(modes)

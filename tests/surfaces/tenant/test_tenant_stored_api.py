@@ -208,29 +208,43 @@ def test_usage_is_counted_per_tenant_model_and_day(live_server, database):
     store.close()
 
 
-def test_a_daily_token_quota_is_a_429_until_midnight_utc(live_server, database):
-    api = serve(live_server, database, daily_token_quota=20)
+def until_refused(api: Api, tries: int = 30) -> tuple[int, dict[str, str], dict, int]:
+    """Requests (max_tokens 100) until one is refused: (its status, headers, body; tokens used before)."""
+    ask = {"model": "small", "messages": [{"role": "user", "content": "one two three"}], "max_tokens": 100}
     used = 0
-    while used < 20:
-        used += api.chat("one two three")["usage"]["total_tokens"]  # the request that crosses it finishes
-    status, headers, raw = request(api.port, "POST", "/v1/chat/completions", {
-        "model": "small", "messages": [{"role": "user", "content": "more"}]}, key="sk-acme")
-    error = json.loads(raw)["error"]
+    for _ in range(tries):
+        status, headers, raw = request(api.port, "POST", "/v1/chat/completions", ask, key="sk-acme")
+        if status != 200:
+            return status, headers, json.loads(raw), used
+        used += json.loads(raw)["usage"]["total_tokens"]
+    return status, headers, json.loads(raw), used
+
+
+def test_a_daily_token_quota_is_a_429_until_midnight_utc(live_server, database):
+    api = serve(live_server, database, daily_token_quota=200)
+    status, headers, body, used = until_refused(api)
+    error = body["error"]
     assert status == 429 and error["code"] == "daily_quota_exceeded" and error["type"] == "insufficient_quota"
-    assert error["message"].startswith(f"tenant 'acme' has used {used} of its 20 tokens for today (UTC)")
+    assert 0 < used <= 200  # a request runs only if its prompt and max_tokens fit in what is left
+    assert error["message"].startswith(f"tenant 'acme' has used {used} of its 200 tokens for today (UTC)")
+    assert "lower max_tokens" in error["message"]
     assert 1 <= int(headers["retry-after"]) <= 86400
-    assert api.chat("globex is not acme", key="sk-globex")["usage"]["total_tokens"] > 0
+    assert api.chat("x", max_tokens=1)["usage"]["total_tokens"] > 0  # a smaller request fits what is left
+    assert api.chat("globex is not acme", key="sk-globex", max_tokens=5)["usage"]["total_tokens"] > 0
+    status, body = api("POST", "/v1/chat/completions", {"model": "small", "max_tokens": 300,
+                                                        "messages": [{"role": "user", "content": "x"}]})
+    assert status == 400 and body["error"]["param"] == "max_tokens"  # more than the whole quota: no waiting helps
 
 
 def test_the_quota_check_would_catch_a_server_that_ignores_the_quota(live_server, database, monkeypatch):
-    """Mutation: the quota check lets everything through; the 429 must then be missing."""
-    import bonsai_tenant.server as server
+    """Mutation: the quota hold ignores the quota; the 429 must then be missing."""
+    from bonsai_tenant.store import holds
 
-    monkeypatch.setattr(server, "check_quota", lambda *args: None)
-    api = serve(live_server, database, daily_token_quota=1)
-    api.chat("x")
-    assert api("POST", "/v1/chat/completions", {"model": "small", "messages": [{"role": "user", "content": "y"}]})[0] \
-        == 200
+    real = holds.reserve
+    monkeypatch.setattr(holds, "reserve", lambda conn, tenant, model, day, tokens, quota:
+                        real(conn, tenant, model, day, tokens, None))
+    api = serve(live_server, database, daily_token_quota=200)
+    assert until_refused(api)[0] == 200
 
 
 class Clock:
@@ -272,3 +286,15 @@ def test_the_retention_check_catches_a_store_that_keeps_everything(live_server, 
     monkeypatch.setattr("bonsai_tenant.store.store.cutoff", lambda days, now: None)
     status, listed, rows = retained(live_server, database, monkeypatch)
     assert (status, len(listed), rows) == (200, 2, 2)
+
+
+def test_another_tenants_model_answers_like_a_made_up_one(live_server, database):
+    models = {**MODELS, "acme/private": ModelSpec("acme/private", tenants=frozenset({"acme"}))}
+    api = Api(live_server(create_app(ServerConfig.from_keys(KEYS, models, database=database), make_backend)).port)
+    ask = {"messages": [{"role": "user", "content": "x"}], "store": True}
+    assert api("POST", "/v1/chat/completions", {**ask, "model": "acme/private"})[0] == 200
+    theirs = api("POST", "/v1/chat/completions", {**ask, "model": "acme/private"}, key="sk-globex")
+    made_up = api("POST", "/v1/chat/completions", {**ask, "model": "acme/nothing"}, key="sk-globex")
+    assert theirs[0] == made_up[0] == 404
+    assert json.dumps(theirs).replace("acme/private", "acme/nothing") == json.dumps(made_up)
+    assert api.ids(key="sk-globex") == [] and api.ids("?model=acme/private", key="sk-globex") == []

@@ -23,19 +23,19 @@ api-key-sha256 = "{key_digest('sk-g')}"
 [models.private]
 tenants = ["acme"]
 """)
-    config = load_config(path, environ={"ACME_KEY": "sk-a"})
-    acme = config.authenticate("Bearer sk-a")
+    config = load_config(path, environ={"ACME_KEY": "sk-a-0123456789abcdef"})
+    acme = config.authenticate("Bearer sk-a-0123456789abcdef")
     globex = config.authenticate("bearer sk-g")
     assert (acme.name, globex.name) == ("acme", "globex")
     assert config.model_for(acme, "private").id == "private"
     with pytest.raises(ApiError) as info:
         config.model_for(globex, "private")
-    assert info.value.status == 403
+    assert info.value.status == 404
 
 
 @pytest.mark.parametrize("header", [None, "", "Bearer", "Basic sk-a", "Bearer sk-b"])
 def test_bad_authorization_headers_are_401(tmp_path, header):
-    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n'), environ={"K": "sk-a"})
+    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n'), environ={"K": "sk-a-0123456789abcdef"})
     with pytest.raises(ApiError) as info:
         config.authenticate(header)
     assert info.value.status == 401
@@ -47,7 +47,7 @@ def test_bad_authorization_headers_are_401(tmp_path, header):
     ("[tenants.acme]\napi-key = 'x'\n", "tenants.acme.api-key: unknown key"),
     ("[tenants.acme]\n", "tenants.acme: needs api-key-env"),
     ("[tenants.acme]\napi-key-env = 'MISSING'\n", "tenants.acme.api-key-env: environment variable MISSING is not set"),
-    ("[tenants.acme]\napi-key-sha256 = 'abc'\n", "tenants.acme.api-key-sha256: must be 64 lowercase hex"),
+    ("[tenants.acme]\napi-key-sha256 = 'abc'\n", "tenants.acme.api-key-sha256: 'abc' is not 64 lowercase hex"),
     ("[tenants.acme]\napi-key-env = 'K'\n[models.m]\ntenants = ['ghost']\n", "models.m.tenants: 'ghost' is not a tenant"),
     ("[tenants.acme]\napi-key-env = 'K'\n[models.m]\nfile = 'x'\n", "models.m.file: unknown key"),
     ("[tenants\n", "not valid TOML"),
@@ -55,13 +55,13 @@ def test_bad_authorization_headers_are_401(tmp_path, header):
 def test_config_errors_name_the_file_and_key(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
-        load_config(path, environ={"K": "sk"})
+        load_config(path, environ={"K": "sk-0123456789abcdef"})
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
 
 
 def test_the_database_is_a_sqlite_file_next_to_the_tenants_file_by_default(tmp_path):
-    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n'), environ={"K": "sk"})
+    config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n'), environ={"K": "sk-0123456789abcdef"})
     assert config.database.url == f"sqlite+pysqlite:///{tmp_path.resolve() / 'tenants.db'}"
 
 
@@ -72,14 +72,14 @@ def test_the_database_is_a_sqlite_file_next_to_the_tenants_file_by_default(tmp_p
 ])
 def test_database_urls_name_their_driver(tmp_path, table, url):
     config = load_config(write(tmp_path, f'[tenants.acme]\napi-key-env = "K"\n[database]\n{table}\n'),
-                         environ={"K": "sk", "DB_URL": "postgresql+psycopg://u@h/d"})
+                         environ={"K": "sk-0123456789abcdef", "DB_URL": "postgresql+psycopg://u@h/d"})
     assert config.database.url == url.format(dir=tmp_path.resolve())
 
 
 def test_retention_and_quota_are_per_tenant(tmp_path):
     config = load_config(write(tmp_path, '[tenants.acme]\napi-key-env = "K"\nretention-days = 30\n'
                                          'daily-token-quota = 100000\n[tenants.globex]\napi-key-env = "G"\n'),
-                         environ={"K": "sk", "G": "sg"})
+                         environ={"K": "sk-0123456789abcdef", "G": "sg-0123456789abcdef"})
     assert [(t.name, t.retention_days, t.daily_token_quota) for t in config.tenants] == [
         ("acme", 30, 100000), ("globex", None, None)]
 
@@ -97,5 +97,5 @@ def test_retention_and_quota_are_per_tenant(tmp_path):
 def test_database_and_tenant_bound_errors_name_the_key(tmp_path, text, message):
     path = write(tmp_path, '[tenants.acme]\napi-key-env = "K"\n' + text)
     with pytest.raises(ConfigError) as info:
-        load_config(path, environ={"K": "sk"})
+        load_config(path, environ={"K": "sk-0123456789abcdef"})
     assert str(info.value).startswith(f"{path}: ") and message in str(info.value)

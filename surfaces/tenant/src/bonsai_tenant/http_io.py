@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import Receive
 
 from .errors import ApiError
@@ -104,3 +105,9 @@ def internal_error(request_id: str, what: str = "the request failed") -> ApiErro
 
 def retry_headers(error: Any) -> dict[str, str]:
     return {"Retry-After": str(error.retry_after)} if hasattr(error, "retry_after") else {}
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    """The error as its JSON response (WWW-Authenticate on a 401, Retry-After when it has one)."""
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else retry_headers(error)
+    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)

@@ -8,6 +8,7 @@ against OpenAI's limits and kept with a stored completion.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import ApiError
@@ -30,6 +31,20 @@ NEUTRAL: dict[str, Any] = {"frequency_penalty": 0, "presence_penalty": 0, "logit
 def bad(message: str, param: str | None = None) -> ApiError:
     """A 400 naming the parameter."""
     return ApiError(400, message, param=param, code="invalid_value" if param else "invalid_request")
+
+
+# what no database column can hold: a NUL (PostgreSQL refuses it) or half of a UTF-16 pair (not UTF-8)
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def storable(value: str, param: str, where: str | None = None) -> str:
+    """`value` if the database can keep or compare it as text; else a 400 naming `param` (the message
+    says `where`, default `param`), so the database never sees, and never refuses, a client's string."""
+    found = _UNSTORABLE.search(value)
+    if found is not None:
+        what = "a NUL character" if found.group() == "\x00" else f"a lone surrogate (U+{ord(found.group()):04X})"
+        raise bad(f"{where or param}: contains {what}, which is not text this server can store", param)
+    return value
 
 
 def check_known(body: dict[str, Any]) -> None:
@@ -130,6 +145,8 @@ def metadata(value: Any, param: str = "metadata") -> dict[str, str]:
     for key, item in value.items():
         if not key or len(key) > MAX_METADATA_KEY:
             raise bad(f"{param}: key {key[:MAX_METADATA_KEY]!r}: must be 1 to {MAX_METADATA_KEY} characters", param)
+        storable(key, param, f"{param} key {key!r}")
         if not isinstance(item, str) or len(item) > MAX_METADATA_VALUE:
             raise bad(f"{param}.{key}: must be a string of at most {MAX_METADATA_VALUE} characters", param)
+        storable(item, param, f"{param}.{key}")
     return dict(value)

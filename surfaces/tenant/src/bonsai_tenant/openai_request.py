@@ -46,21 +46,43 @@ class ChatRequest:
         return {k: v for k, v in wanted.items() if v is not None}
 
 
+class _HugeInt:
+    """A JSON integer too long for Python to read (over sys.get_int_max_str_digits() digits)."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _integer(text: str) -> int | _HugeInt:
+    try:
+        return int(text)
+    except ValueError:  # more digits than the interpreter converts: refused below, naming where it is
+        return _HugeInt(len(text.lstrip("-")))
+
+
 def _depth(value: Any) -> int:
-    """How deep JSON nests (iteratively: no recursion on client input)."""
-    deepest, todo = 0, [(value, 1)]
+    """How deep JSON nests (iteratively: no recursion on client input); a 400 naming the place of an
+    integer too long to read."""
+    deepest, todo = 0, [(value, 1, "")]
     while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
+        item, depth, path = todo.pop()
+        if isinstance(item, _HugeInt):
+            param = path.lstrip(".")
+            raise bad(f"{param}: an integer of {item.digits} digits is out of range", param)
+        if isinstance(item, dict):
             deepest = max(deepest, depth)
-            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+            todo.extend((v, depth + 1, f"{path}.{k}" if k.isidentifier() else f"{path}[{k!r}]")
+                        for k, v in item.items())
+        elif isinstance(item, list):
+            deepest = max(deepest, depth)
+            todo.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(item))
     return deepest
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
     """The body as a JSON object, or a 400 saying where the JSON breaks."""
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_int=_integer)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     except RecursionError as exc:

@@ -26,6 +26,7 @@ class Completion:
         self.text: list[str] = []
         self.tool_calls: list[ToolCall] = []
         self.finish = Finish("stop")
+        self.finished = False  # the backend's Finish (with its token counts) arrived
         self.logprobs: list[dict[str, Any]] | None = [] if logprobs else None
         self._unsent: list[dict[str, Any]] = []  # logprob entries not yet in a streamed chunk
 
@@ -55,12 +56,16 @@ class Completion:
             self.tool_calls.append(event)
             call = {"index": len(self.tool_calls) - 1, **event.to_openai()}
             return self._chunk({"tool_calls": [call]})
-        self.finish = event
+        self.finish, self.finished = event, True
         return None
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.tool_calls else self.finish.reason
+        """"length" when max_tokens cut the reply, calls or not (a call it cut is dropped); else
+        "tool_calls" when the model called tools; else the backend's reason."""
+        if self.finish.reason == "length" or not self.tool_calls:
+            return self.finish.reason
+        return "tool_calls"
 
     def last_chunk(self) -> dict[str, Any]:
         """The closing chunk with the finish reason and an empty delta."""
@@ -77,11 +82,11 @@ class Completion:
 
     def to_dict(self) -> dict[str, Any]:
         """The whole `chat.completion` object."""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
-        if self.tool_calls:
+        text = "".join(self.text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.tool_calls:  # the blank lines between calls are no content
+            message["content"] = text if text.strip() else None
             message["tool_calls"] = [c.to_openai() for c in self.tool_calls]
-        else:
-            message["content"] = "".join(self.text)
         logprobs = {"content": self.logprobs, "refusal": None} if self.logprobs is not None else None
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "message": message, "logprobs": logprobs,

@@ -1,7 +1,5 @@
-"""Daily token quotas: a tenant past its tokens for the UTC day is refused (429) until midnight UTC.
-
-The check is made before a request runs, against what the database says the tenant used today (all
-servers on it together), so the request that crosses the quota finishes and the next one is refused.
+"""Daily token quotas: a request runs only if its prompt and max_tokens fit in what its tenant has
+left for the UTC day (used, plus what its running requests hold); else a 429 until midnight UTC.
 """
 
 from __future__ import annotations
@@ -13,16 +11,20 @@ from .store.completions import DAY
 
 
 class QuotaExceeded(ApiError):
-    """The tenant used its daily tokens: 429 with Retry-After (seconds until the quota resets)."""
+    """The tenant's tokens for today cannot cover this request: 429 with Retry-After (seconds until
+    the quota resets)."""
 
-    def __init__(self, tenant: str, quota: int, used: int, now: float) -> None:
+    def __init__(self, tenant: str, quota: int, charged: int, need: int, now: float) -> None:
         self.retry_after = max(1, math.ceil(DAY - now % DAY))
-        super().__init__(429, f"tenant {tenant!r} has used {used} of its {quota} tokens for today (UTC); "
-                              f"the quota resets at 00:00 UTC, in {self.retry_after} s",
+        super().__init__(429, f"tenant {tenant!r} has used {charged} of its {quota} tokens for today (UTC), "
+                              f"requests still running included; this one may use {need} (its prompt and "
+                              f"max_tokens): lower max_tokens, or wait for the quota to reset at 00:00 UTC, "
+                              f"in {self.retry_after} s",
                          type="insufficient_quota", code="daily_quota_exceeded")
 
 
-def check(tenant: str, quota: int | None, used: int, now: float) -> None:
-    """Raise QuotaExceeded when `used` tokens today reach `quota` (None: no quota)."""
-    if quota is not None and used >= quota:
-        raise QuotaExceeded(tenant, quota, used, now)
+def never_fits(tenant: str, quota: int, need: int) -> ApiError:
+    """A request larger than the whole daily quota: no waiting helps, so a 400 naming max_tokens."""
+    return ApiError(400, f"max_tokens: this request may use {need} tokens (its prompt and max_tokens), more than "
+                         f"the whole daily quota of tenant {tenant!r} ({quota})", param="max_tokens",
+                    code="invalid_value")

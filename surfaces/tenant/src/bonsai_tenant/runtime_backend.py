@@ -12,6 +12,7 @@ so one tenant's prompt never shares cached positions (or their timing) with anot
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 from ._vendor.bonsai.errors import BonsaiError
 from ._vendor.bonsai.toolcall import Tool, ToolRegistry
 from ._vendor.bonsai.toolcall.echo import EchoFilter
-from ._vendor.bonsai.toolcall.events import TextEvent, ToolCallEvent, ToolErrorEvent
+from ._vendor.bonsai.toolcall.events import CLOSE_TAG, OPEN_TAG, TextEvent, ToolCallEvent, ToolErrorEvent
 from ._vendor.bonsai.toolcall.parser import ToolCallParser
 from .decode import Cancelled, DecodeSettings, GenerateFn
 from .decode import Logprob as TokenLogprob
@@ -65,16 +66,32 @@ def registry_for(tools: Sequence[Mapping[str, Any]]) -> ToolRegistry:
 
 
 def _events(parsed: list[Any]) -> list[Event]:
+    """The parser's events as the server's. Each call gets an id of its own (the parser numbers calls
+    per reply; OpenAI clients key results by id across a conversation)."""
     out: list[Event] = []
     for event in parsed:
         if isinstance(event, TextEvent):
             if event.text:
                 out.append(TextDelta(event.text))
         elif isinstance(event, ToolCallEvent):
-            out.append(ToolCall(event.id, event.name, json.dumps(event.arguments, ensure_ascii=False)))
-        elif isinstance(event, ToolErrorEvent):  # not a valid call: keep what the model wrote, as text
-            out.append(TextDelta(f"<tool_call>{event.raw}</tool_call>"))
+            out.append(ToolCall(f"call_{secrets.token_hex(12)}", event.name,
+                                json.dumps(event.arguments, ensure_ascii=False)))
+        elif isinstance(event, ToolErrorEvent):  # a whole block that is not a valid call: kept as text
+            out.append(TextDelta(f"{OPEN_TAG}{event.raw}{CLOSE_TAG}"))
     return out
+
+
+def _unfinished(parsed: list[Any]) -> list[Any]:
+    """The parser's last events without what a reply cut short left unfinished: a call never closed,
+    or the start of one (`<tool_`) held back as text. Half a call is not a call, nor text to show."""
+    kept = [e for e in parsed if not isinstance(e, ToolErrorEvent)]  # at the end, only an unclosed block
+    if kept and isinstance(kept[-1], TextEvent):
+        tail = kept[-1].text
+        for cut in range(min(len(tail), len(OPEN_TAG) - 1), 0, -1):
+            if OPEN_TAG.startswith(tail[-cut:]):
+                kept[-1] = TextEvent(tail[:-cut])
+                break
+    return kept
 
 
 class RuntimeBackend:
@@ -122,7 +139,7 @@ class RuntimeBackend:
                                  "(a reply that may be either a call or JSON is not supported)")
         room = self.parts.max_positions - max_tokens
         if room < 1:
-            raise InvalidRequest(f"max_tokens ({max_tokens}) leaves no room for the prompt in the model's "
+            raise InvalidRequest(f"max_tokens: {max_tokens} leaves no room for the prompt in the model's "
                                  f"{self.parts.max_positions} positions")
         plain = [{**m, "role": "system"} if m["role"] == "developer" else dict(m) for m in messages]
         try:
@@ -145,7 +162,9 @@ class RuntimeBackend:
             return ToolCallConstraint(registry, vocab, trie=trie, force_call=tool_choice == "required",
                                       max_calls=None if parallel_tool_calls else 1)
 
-        return Turn(lambda emit, cancelled: self._work(ids, registry, settings, processor, stop, emit, cancelled))
+        turn = Turn(lambda emit, cancelled: self._work(ids, registry, settings, processor, stop, emit, cancelled, turn))
+        turn.prompt_size = len(ids)
+        return turn
 
     def _trie_parts(self) -> tuple[list[bytes | None], Any]:
         """The vocabulary's bytes and its TokenTrie (built once per model)."""
@@ -168,7 +187,7 @@ class RuntimeBackend:
 
     def _work(self, ids: list[int], registry: ToolRegistry, settings: DecodeSettings,
               processor: Callable[[], Any], stop: tuple[str, ...], emit: Callable[[Event], None],
-              cancelled: Callable[[], bool]) -> None:
+              cancelled: Callable[[], bool], turn: Turn) -> None:
         tok = self.parts.tokenizer
         text, echo, parser = TextOut(stop), EchoFilter(), ToolCallParser(registry)
         count = 0
@@ -182,6 +201,7 @@ class RuntimeBackend:
             if cancelled():
                 raise Cancelled
             count += 1
+            turn.completion_tokens = count
             if lp is not None:
                 emit(self._logprob(lp))
             if not tok.is_special(token_id):
@@ -192,12 +212,14 @@ class RuntimeBackend:
         try:
             with self.lock:
                 self.parts.reset()
+                turn.prompt_tokens = len(ids)
                 self.parts.generate(ids, settings, processor(), on_token, cancelled)
         except Cancelled:
             return
         except _StopSequence:
             pass
-        for event in _events(parser.feed(echo.feed(text.finish()) + echo.finish()) + parser.finish()):
-            emit(event)
         length = count >= settings.max_tokens and not text.stopped
+        last = parser.feed(echo.feed(text.finish()) + echo.finish()) + parser.finish()
+        for event in _events(_unfinished(last) if length and len(registry) else last):
+            emit(event)
         emit(Finish("length" if length else "stop", len(ids), count))

@@ -1,8 +1,10 @@
 """The OpenAI-compatible HTTP API (Starlette): auth per tenant, chat completions, stored completions.
 
-A finished request's usage (and, with `store: true`, its completion) is written to the tenant
-database before the client is told the request succeeded: when the database fails, the client
-gets a 503 (streaming: an error event instead of the last chunk), never a reply whose record is lost.
+A request holds its prompt and max_tokens against its tenant's daily quota before it runs and is
+settled to the tokens it used however it ends (billing.py). A finished request's usage (and, with
+`store: true`, its completion) is written to the tenant database before the client is told the
+request succeeded: when the database fails, the client gets a 503 (streaming: an error event
+instead of the last chunk), never a reply whose record is lost.
 
 Every response is JSON (or, for a stream, server-sent JSON events); a failure the server did not
 expect is logged with a request id and answered with that id only, never with its text (paths,
@@ -12,11 +14,14 @@ start, not the first request.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,20 +34,22 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._vendor.bonsai.errors import BonsaiError
+from .billing import reserve, settle, settle_quietly
 from .errors import ApiError, ConfigError, InvalidRequest
 from .events import Backend, Event
-from .http_io import GONE, TIMEOUT, drive, internal_error, read_body, retry_headers, timeout_error
+from .http_io import DONE, GONE, TIMEOUT, drive, error_response, internal_error, read_body, timeout_error
+from .live_config import LiveConfig
 from .openai_options import bad
 from .openai_request import ChatRequest, parse_chat_request, parse_json
-from .openai_response import Completion, sse
-from .quota import check as check_quota
+from .openai_response import Completion
 from .scheduler import Lane
 from .store import Store, open_store
-from .stored_api import call
 from .stored_api import routes as stored_routes
-from .tenants import ModelSpec, ServerConfig, Tenant
+from .stream import EventStream
+from .tenants import ModelSpec, ServerConfig
 
 log = logging.getLogger("bonsai_tenant")
+WATCH_INTERVAL = 2.0  # seconds between looks at the tenants file for a change
 BackendFactory = Callable[[ModelSpec], Backend]
 _PARAM = re.compile(r"^([a-z_]+(?:[.\[][a-z_0-9\].]*)?): ")
 
@@ -77,33 +84,15 @@ class _State:
         self.lanes = {m: Lane(config.limits.queue_size, len(config.tenants)) for m in backends}
         self.store = store
 
-    async def check_quota(self, tenant: Tenant) -> None:
-        """429 when the tenant has used its daily tokens (all servers on this database together)."""
-        if tenant.daily_token_quota is not None:
-            used = await call(self.store.tokens_today, tenant.name)
-            check_quota(tenant.name, tenant.daily_token_quota, used, self.store.now())
-
-    async def record(self, tenant: Tenant, req: ChatRequest, completion: Completion) -> None:
-        """Write the request's usage (and its completion if `store`) in one transaction; a 503 if it fails."""
-        stored = (completion.to_dict(), req.sent_messages, req.metadata) if req.store else None
-        await call(self.store.record, tenant.name, req.model, completion.finish.prompt_tokens,
-                   completion.finish.completion_tokens, stored,
-                   what="the tenant database did not answer, so the reply was not recorded and is withheld")
-
-
-def _error_response(error: ApiError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else retry_headers(error)
-    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
-
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return _error_response(exc)
+    return error_response(exc)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return _error_response(ApiError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}",
+    return error_response(ApiError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}",
                                     code="not_found" if exc.status_code == 404 else None))
 
 
@@ -130,7 +119,7 @@ class JsonErrors:
             request_id = secrets.token_hex(6)
             log.exception("request %s: unexpected error", request_id)
             if not started:
-                await _error_response(internal_error(request_id))(scope, receive, send)
+                await error_response(internal_error(request_id))(scope, receive, send)
 
 
 def _check_features(backend: Backend, spec: ModelSpec, req: ChatRequest) -> None:
@@ -154,86 +143,43 @@ def _start(backend: Backend, req: ChatRequest, request_id: str) -> Iterator[Even
         raise internal_error(request_id, "the model could not start") from exc
 
 
-class EventStream:
-    """A streamed turn as server-sent events. Errors before the first event stay HTTP errors; after
-    it, they are one error event (without the server's details) and `[DONE]`."""
-
-    def __init__(self, state: _State, tenant: Tenant, req: ChatRequest, events: Iterator[Event], lane: Lane,
-                 deadline: float, request_id: str) -> None:
-        self.state, self.tenant, self.req, self.events, self.lane = state, tenant, req, events, lane
-        self.deadline, self.request_id = deadline, request_id
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        req, completion = self.req, Completion(self.req.model, logprobs=self.req.logprobs is not None)
-        started = False
-
-        async def body(data: bytes, more: bool = True) -> None:
-            await send({"type": "http.response.body", "body": data, "more_body": more})
-
-        async def begin() -> None:
-            nonlocal started
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"text/event-stream; charset=utf-8"),
-                                    (b"cache-control", b"no-cache")]})
-            started = True
-            await body(sse(completion.first_chunk()))
-
-        async def emit(event: Event) -> None:
-            chunk = completion.add(event)
-            if chunk is not None:
-                await body(sse(chunk))
-
-        error: ApiError | None = None
-        try:
-            outcome = await drive(self.events, self.lane, self.tenant.name, self.deadline, receive, emit, begin)
-            if outcome == TIMEOUT:
-                error = timeout_error(self.state.config.limits.request_timeout)
-        except ApiError as exc:
-            outcome, error = "", exc
-        except Exception:
-            log.exception("request %s: generation failed mid-stream", self.request_id)
-            outcome, error = "", internal_error(self.request_id, "generation failed")
-        if outcome == GONE:
-            return
-        if error is None:
-            try:
-                await self.state.record(self.tenant, req, completion)
-            except ApiError as exc:
-                error = exc
-        if error is not None and not started:
-            await _error_response(error)(scope, receive, send)
-            return
-        if error is not None:
-            await body(sse(error.body()) + sse("[DONE]"), more=False)
-            return
-        await body(sse(completion.last_chunk()))
-        if req.include_usage:
-            await body(sse(completion.usage_chunk()))
-        await body(sse("[DONE]"), more=False)
-
-
 def create_app(config: ServerConfig, backend_factory: BackendFactory = default_backend_factory,
-               store: Store | None = None) -> Starlette:
+               store: Store | None = None, config_path: str | Path | None = None,
+               watch_interval: float = WATCH_INTERVAL) -> Starlette:
     """The ASGI app. Loads one Backend per model id now (ConfigError naming the model if one fails) and
-    opens the tenant database (`config.database` unless `store` is given; StoreError of one line)."""
+    opens the tenant database (`config.database` unless `store` is given; StoreError of one line).
+    With `config_path` (the file `config` came from), its tenants reload on SIGHUP and when it changes."""
     if store is None:
         store = open_store(config.database, {t.name: t.retention_days for t in config.tenants})
     state = _State(config, load_backends(config, backend_factory), store)
     limits = config.limits
 
+    def tenants_changed(new: ServerConfig) -> None:
+        store.retention = {t.name: t.retention_days for t in new.tenants}
+        for lane in state.lanes.values():
+            lane.share = max(1, math.ceil(lane.queue_size / max(1, len(new.tenants))))
+
+    live = LiveConfig(config, config_path, on_change=tenants_changed)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with live.watching(watch_interval):
+            yield
+
     async def chat_completions(request: Request) -> Response:
         arrival, request_id = time.monotonic(), secrets.token_hex(6)
-        tenant = config.authenticate(request.headers.get("authorization"))
+        tenant = live.authenticate(request.headers.get("authorization"))
         req = parse_chat_request(parse_json(await read_body(request, limits.max_body_bytes)))
-        spec = config.model_for(tenant, req.model)
+        spec = live.model_for(tenant, req.model)
         backend, lane = state.backends[spec.id], state.lanes[spec.id]
         _check_features(backend, spec, req)
-        await state.check_quota(tenant)
         lane.admit(tenant.name)  # a full queue is refused before the prompt is even encoded
         events = await run_in_threadpool(_start, backend, req, request_id)
+        hold = await reserve(state.store, tenant, req, events)  # from here on, the hold is settled
         deadline = arrival + limits.request_timeout
         if req.stream:
-            return EventStream(state, tenant, req, events, lane, deadline, request_id)  # type: ignore[return-value]
+            return EventStream(state.store, req, events, lane, tenant.name, deadline,  # type: ignore[return-value]
+                               limits.request_timeout, request_id, hold)
         completion = Completion(req.model, logprobs=req.logprobs is not None)
 
         async def emit(event: Event) -> None:
@@ -244,27 +190,30 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
 
         try:
             outcome = await drive(events, lane, tenant.name, deadline, request.receive, emit, nothing)
-        except ApiError:
-            raise
-        except Exception as exc:
+        except BaseException as exc:
+            await settle_quietly(state.store, hold, req, completion, events)
+            if isinstance(exc, ApiError) or not isinstance(exc, Exception):
+                raise
             log.exception("request %s: generation failed", request_id)
             raise internal_error(request_id, "generation failed") from exc
+        if outcome != DONE:
+            await settle_quietly(state.store, hold, req, completion, events)  # what it generated counts
         if outcome == GONE:
             return Response(status_code=499)  # nobody reads it: the client is gone
         if outcome == TIMEOUT:
             raise timeout_error(limits.request_timeout)
-        await state.record(tenant, req, completion)
+        await settle(state.store, hold, req, completion, events, keep=req.store)
         return JSONResponse(completion.to_dict())
 
     async def list_models(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
+        tenant = live.authenticate(request.headers.get("authorization"))
         data = [{"id": m.id, "object": "model", "created": 0, "owned_by": "bonsai"}
-                for m in config.models.values() if m.allows(tenant)]
+                for m in live.models.values() if m.allows(tenant)]
         return JSONResponse({"object": "list", "data": data})
 
     async def get_model(request: Request) -> Response:
-        tenant = config.authenticate(request.headers.get("authorization"))
-        spec = config.model_for(tenant, request.path_params["model_id"])
+        tenant = live.authenticate(request.headers.get("authorization"))
+        spec = live.model_for(tenant, request.path_params["model_id"])
         return JSONResponse({"id": spec.id, "object": "model", "created": 0, "owned_by": "bonsai"})
 
     async def health(request: Request) -> Response:
@@ -272,10 +221,10 @@ def create_app(config: ServerConfig, backend_factory: BackendFactory = default_b
 
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        *stored_routes(config, store),
+        *stored_routes(live, store),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(JsonErrors)],
+    return Starlette(routes=routes, middleware=[Middleware(JsonErrors)], lifespan=lifespan,
                      exception_handlers={ApiError: _api_error, HTTPException: _http_error})

@@ -22,10 +22,10 @@ from starlette.routing import Route
 from . import openai_options as opt
 from .errors import ApiError
 from .http_io import read_body
+from .live_config import LiveConfig
 from .openai_options import bad
 from .openai_request import parse_json
-from .store import Query, Store, StoreError
-from .tenants import ServerConfig
+from .store import Query, Store, StoreError, StoreRefused
 
 log = logging.getLogger("bonsai_tenant")
 T = TypeVar("T")
@@ -34,9 +34,15 @@ _METADATA_PARAM = re.compile(r"metadata\[([^\]]+)\]")
 
 
 async def call(fn: Callable[..., T], *args: Any, what: str = "the tenant database did not answer") -> T:
-    """`fn(*args)` in a worker thread; a StoreError is logged and answered as a JSON 503."""
+    """`fn(*args)` in a worker thread; a StoreError is logged and answered as a JSON 503 (a value the
+    database refused as data is a 400: the client's input, not an outage)."""
     try:
         return await run_in_threadpool(fn, *args)
+    except StoreRefused as exc:
+        request_id = secrets.token_hex(6)
+        log.warning("request %s: %s", request_id, exc)
+        raise ApiError(400, f"the database refused a value of this request (request {request_id})",
+                       code="invalid_value") from exc
     except StoreError as exc:
         request_id = secrets.token_hex(6)
         log.error("request %s: %s", request_id, exc)
@@ -63,7 +69,8 @@ def _paging(params: QueryParams) -> tuple[str | None, int, str]:
     order = params.get("order", "asc")
     if order not in ("asc", "desc"):
         raise bad(f"order: must be asc or desc, got {order!r}", "order")
-    return params.get("after") or None, int(limit_text), order
+    after = params.get("after") or None
+    return None if after is None else opt.storable(after, "after"), int(limit_text), order
 
 
 def _list_body(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
@@ -79,11 +86,12 @@ def list_query(params: QueryParams) -> Query:
     for name, value in params.multi_items():
         match = _METADATA_PARAM.fullmatch(name)
         if match:
-            pairs.append((match.group(1), value))
-    return Query(after, limit, order, params.get("model") or None, tuple(pairs))
+            pairs.append((opt.storable(match.group(1), name, f"{name} (its key)"), opt.storable(value, name)))
+    model = params.get("model") or None
+    return Query(after, limit, order, None if model is None else opt.storable(model, "model"), tuple(pairs))
 
 
-def routes(config: ServerConfig, store: Store) -> list[Route]:
+def routes(config: LiveConfig, store: Store) -> list[Route]:
     """The stored-completion routes, bound to the server's tenants and store."""
 
     async def list_completions(request: Request) -> Response:
@@ -96,7 +104,8 @@ def routes(config: ServerConfig, store: Store) -> list[Route]:
 
     def caller(request: Request) -> tuple[str, str]:
         """(the calling tenant's name, the completion id in the path)."""
-        return config.authenticate(request.headers.get("authorization")).name, request.path_params["completion_id"]
+        tenant = config.authenticate(request.headers.get("authorization")).name
+        return tenant, opt.storable(request.path_params["completion_id"], "completion_id")
 
     async def owned(fn: Callable[..., Any], tenant: str, completion_id: str, *args: Any) -> Any:
         """`fn(tenant, completion_id, *args)`; 404 when this tenant has no completion of that id."""

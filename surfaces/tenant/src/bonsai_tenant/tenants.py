@@ -16,6 +16,7 @@ from .db_config import DatabaseSpec, database_spec
 from .errors import ApiError, ConfigError
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+MIN_KEY_LENGTH = 16  # characters of an API key read from the environment (shorter ones are guessable)
 
 
 def key_digest(key: str) -> str:
@@ -25,10 +26,11 @@ def key_digest(key: str) -> str:
 
 @dataclass(frozen=True)
 class Tenant:
-    """One customer: its name, the sha256 of its API key, and how its stored state is bounded."""
+    """One customer: its name, the sha256 of each of its API keys (several while a key is rotated),
+    and how its stored state is bounded."""
 
     name: str
-    key_sha256: str
+    key_sha256s: tuple[str, ...]
     # stored completions older than this many days are deleted (None: kept until deleted)
     retention_days: int | None = None
     # prompt + completion tokens this tenant may use per UTC day, all models together (None: no quota)
@@ -66,10 +68,12 @@ def _unique_keys(tenants: tuple[Tenant, ...]) -> None:
     """Two tenants with one key would authenticate as each other: refuse, naming both."""
     seen: dict[str, str] = {}
     for tenant in tenants:
-        if tenant.key_sha256 in seen:
-            raise ConfigError(f"tenants.{tenant.name}: has the same API key as tenants.{seen[tenant.key_sha256]}; "
-                              "every tenant needs its own key")
-        seen[tenant.key_sha256] = tenant.name
+        for digest in tenant.key_sha256s:
+            if digest in seen:
+                other = "itself twice" if seen[digest] == tenant.name else f"tenants.{seen[digest]}"
+                raise ConfigError(f"tenants.{tenant.name}: has the same API key as {other}; "
+                                  "every tenant needs its own keys")
+            seen[digest] = tenant.name
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class ServerConfig:
                   **tenant_settings: Any) -> ServerConfig:
         """Build from {tenant name: plain API key} (tests and embedding); default model for all; a
         database in memory unless given. `tenant_settings`: Tenant fields for every tenant."""
-        tenants = tuple(Tenant(name, key_digest(key), **tenant_settings) for name, key in sorted(keys.items()))
+        tenants = tuple(Tenant(name, (key_digest(key),), **tenant_settings) for name, key in sorted(keys.items()))
         return cls(tenants, models if models is not None else {"smollm2": ModelSpec("smollm2")}, limits or Limits(),
                    database or DatabaseSpec())
 
@@ -105,22 +109,21 @@ class ServerConfig:
                            code="invalid_api_key")
         digest = key_digest(key.strip())
         found = None
-        for tenant in self.tenants:  # compare against every tenant, in constant time each
-            if hmac.compare_digest(tenant.key_sha256, digest):
-                found = tenant
+        for tenant in self.tenants:  # compare against every key of every tenant, in constant time each
+            for known in tenant.key_sha256s:
+                if hmac.compare_digest(known, digest):
+                    found = tenant
         if found is None:
             raise ApiError(401, "invalid API key", code="invalid_api_key")
         return found
 
     def model_for(self, tenant: Tenant, model_id: str) -> ModelSpec:
-        """The model if this tenant may use it: 404 when unknown, 403 when it belongs to others."""
+        """The model if this tenant may use it; else a 404, the same for another tenant's model as for
+        one that does not exist (as OpenAI answers), so model names reveal nothing across tenants."""
         spec = self.models.get(model_id)
-        if spec is None:
+        if spec is None or not spec.allows(tenant):
             raise ApiError(404, f"model {model_id!r} does not exist; see GET /v1/models",
                            param="model", code="model_not_found")
-        if not spec.allows(tenant):
-            raise ApiError(403, f"model {model_id!r} belongs to another tenant", type="permission_error",
-                           param="model", code="forbidden")
         return spec
 
 
@@ -144,18 +147,42 @@ def _tenant(path: Path, name: str, table: Any, environ: Mapping[str, str]) -> Te
     where = f"{path}: tenants.{name}"
     table = _table(where, table, ("api-key-env", "api-key-sha256", "retention-days", "daily-token-quota"))
     bounds = (_positive(table, "retention-days", where, int, None), _positive(table, "daily-token-quota", where, int, None))
-    if "api-key-sha256" in table:
-        digest = table["api-key-sha256"]
-        if not (isinstance(digest, str) and _HEX64.fullmatch(digest)):
-            raise ConfigError(f"{where}.api-key-sha256: must be 64 lowercase hex digits (sha256 of the key)")
-        return Tenant(name, digest, *bounds)
-    variable = table.get("api-key-env")
-    if not isinstance(variable, str):
-        raise ConfigError(f"{where}: needs api-key-env (an environment variable name) or api-key-sha256")
-    key = environ.get(variable, "")
-    if not key:
-        raise ConfigError(f"{where}.api-key-env: environment variable {variable} is not set or empty")
-    return Tenant(name, key_digest(key), *bounds)
+    digests = [*_hashes(table, where), *(key_digest(k) for k in _env_keys(table, where, environ))]
+    if not digests:
+        raise ConfigError(f"{where}: needs api-key-env (an environment variable name, or a list of them) or "
+                          "api-key-sha256 (a sha256, or a list of them)")
+    return Tenant(name, tuple(digests), *bounds)
+
+
+def _one_or_list(table: dict[str, Any], key: str, where: str, what: str) -> list[str]:
+    """`table[key]` as a list: a string, or a list of strings (absent: [])."""
+    value = table.get(key, [])
+    items = [value] if isinstance(value, str) else value
+    if not (isinstance(items, list) and all(isinstance(v, str) for v in items)):
+        raise ConfigError(f"{where}.{key}: must be {what}, or a list of them")
+    return items
+
+
+def _hashes(table: dict[str, Any], where: str) -> list[str]:
+    digests = _one_or_list(table, "api-key-sha256", where, "64 lowercase hex digits (the sha256 of a key)")
+    for digest in digests:
+        if not _HEX64.fullmatch(digest):
+            raise ConfigError(f"{where}.api-key-sha256: {digest[:70]!r} is not 64 lowercase hex digits "
+                              "(the sha256 of a key: bonsai-tenant hash-key)")
+    return digests
+
+
+def _env_keys(table: dict[str, Any], where: str, environ: Mapping[str, str]) -> list[str]:
+    keys = []
+    for variable in _one_or_list(table, "api-key-env", where, "an environment variable name"):
+        key = environ.get(variable, "").strip()
+        if not key:
+            raise ConfigError(f"{where}.api-key-env: environment variable {variable} is not set or empty")
+        if len(key) < MIN_KEY_LENGTH:
+            raise ConfigError(f"{where}.api-key-env: the key in {variable} has {len(key)} characters; a key needs at "
+                              f"least {MIN_KEY_LENGTH} (bonsai-tenant new-key makes one)")
+        keys.append(key)
+    return keys
 
 
 def _positive(table: dict[str, Any], key: str, where: str, kind: type, default: Any) -> Any:

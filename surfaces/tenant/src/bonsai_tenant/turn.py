@@ -26,6 +26,11 @@ class Turn(Iterator[Event]):
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
         self.finished = threading.Event()  # set once no worker runs (never started, or returned)
+        # what the turn costs: the prompt's tokens (known before it runs), then the tokens the work
+        # processed and generated (the work sets them; final once `finished` is set)
+        self.prompt_size: int | None = None
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
 
     def cancel(self) -> None:
         """Stop generating as soon as the worker checks (between prefill batches and tokens)."""

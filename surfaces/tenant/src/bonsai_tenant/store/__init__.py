@@ -1,8 +1,9 @@
 """The tenant database: stored completions and usage in SQLite (default) or PostgreSQL, via SQLAlchemy."""
 
 from .completions import Page, Query
-from .engine import StoreError
+from .engine import StoreError, StoreRefused
+from .holds import Hold
 from .store import Store, open_store
 from .usage import UsageRow
 
-__all__ = ["Page", "Query", "Store", "StoreError", "UsageRow", "open_store"]
+__all__ = ["Hold", "Page", "Query", "Store", "StoreError", "StoreRefused", "UsageRow", "open_store"]

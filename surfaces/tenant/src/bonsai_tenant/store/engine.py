@@ -3,6 +3,7 @@ its failures as one line that names the database."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -12,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, create_engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from ..db_config import DatabaseSpec, shown
@@ -21,6 +22,11 @@ from ..errors import TenantError
 
 class StoreError(TenantError):
     """The tenant database cannot be reached or used; the message is one line naming it."""
+
+
+class StoreRefused(StoreError):
+    """The database refused a value as data (a string it cannot hold, a number out of range): the
+    request's fault, not the database's."""
 
 
 def describe(spec: DatabaseSpec) -> str:
@@ -54,8 +60,19 @@ def _switch_to_wal(cursor: Any, spec: DatabaseSpec) -> str:
             pause = min(2 * pause, 0.1)
 
 
+def _private_file(path: str) -> None:
+    """Create the database file readable by its owner only (0600) before SQLite opens it: it holds
+    every tenant's prompts. SQLite gives its -wal and -shm files the database file's permissions."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    except OSError:
+        pass  # SQLite's own open reports the problem, naming the file
+
+
 def _sqlite_engine(spec: DatabaseSpec) -> Engine:
     memory = make_url(spec.url).database in (None, "", ":memory:")
+    if not memory and not os.path.exists(str(make_url(spec.url).database)):
+        _private_file(str(make_url(spec.url).database))
     options: dict[str, Any] = {"connect_args": {"timeout": spec.lock_timeout, "check_same_thread": False}}
     if memory:
         options["poolclass"] = StaticPool  # one connection: the database lives in it
@@ -119,6 +136,8 @@ class Database:
             finally:
                 if self._turns is not None:
                     self._turns.release()
+        except DataError as exc:
+            raise StoreRefused(f"{self.name}: {one_line(exc)}") from exc
         except SQLAlchemyError as exc:
             raise StoreError(f"{self.name}: {one_line(exc)}") from exc
 

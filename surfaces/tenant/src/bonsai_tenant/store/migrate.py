@@ -25,7 +25,12 @@ def _v1(conn: Connection) -> None:
         table.create(conn)
 
 
-STEPS: tuple[Callable[[Connection], None], ...] = (_v1,)
+def _v2(conn: Connection) -> None:
+    """Tokens charged per tenant and day: usage plus what running requests hold (quota reservations)."""
+    schema.quota_days.create(conn)
+
+
+STEPS: tuple[Callable[[Connection], None], ...] = (_v1, _v2)
 VERSION = len(STEPS)
 
 

@@ -1,4 +1,5 @@
-"""The tenant database's tables (schema version 1): stored completions, their metadata, usage per day.
+"""The tenant database's tables (schema version 2): stored completions, their metadata, usage per day,
+and each tenant's tokens charged against its daily quota.
 
 Every row carries its tenant, and every query the server makes filters on it.
 """
@@ -61,4 +62,13 @@ usage = Table(
     Column("prompt_tokens", BigInteger, nullable=False),
     Column("completion_tokens", BigInteger, nullable=False),
     PrimaryKeyConstraint("tenant", "model", "day", name="usage_pk"),
+)
+
+quota_days = Table(
+    "quota_days", metadata,  # one row per tenant and UTC day: what counts against its daily quota
+    Column("tenant", String(128), nullable=False),
+    Column("day", String(10), nullable=False),  # YYYY-MM-DD (UTC)
+    # tokens used that day plus tokens held by requests still running (their prompt and max_tokens)
+    Column("charged", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant", "day", name="quota_days_pk"),
 )

@@ -10,10 +10,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from ..db_config import DatabaseSpec
-from . import completions, usage
+from . import completions, holds, usage
 from .completions import Page, Query, cutoff
 from .engine import Database, StoreError
+from .holds import Hold
 from .migrate import migrate
 from .usage import UsageRow, day_of
 
@@ -39,14 +42,43 @@ class Store:
         with self.db.transaction(write=True) as conn:
             usage.add(conn, tenant, model, day_of(self.now()), prompt_tokens, completion_tokens)
             if stored is not None:
-                completions.save(conn, tenant, *stored)
-                oldest = self._oldest(tenant)
-                if oldest is not None:
-                    completions.purge(conn, tenant, oldest)
+                self._keep(conn, tenant, stored)
 
-    def tokens_today(self, tenant: str) -> int:
-        with self.db.transaction() as conn:
-            return usage.tokens_on(conn, tenant, day_of(self.now()))
+    def reserve(self, tenant: str, model: str, tokens: int, quota: int | None) -> Hold:
+        """Hold `tokens` of today's quota for one request (see holds.py); `Hold.admitted` is False
+        when they do not fit, and nothing is held then."""
+        with self.db.transaction(write=True) as conn:
+            return holds.reserve(conn, tenant, model, day_of(self.now()), tokens, quota)
+
+    def settle(self, hold: Hold, prompt_tokens: int, completion_tokens: int,
+               stored: tuple[dict[str, Any], list[Any], dict[str, str]] | None = None) -> None:
+        """End a request: its usage counted on its hold's day, the hold cut to what it used, and its
+        completion kept (store=true), in one transaction. When keeping the completion fails, the usage
+        is still counted (a second transaction) before the failure is raised: tokens generated are
+        never left uncounted because the reply could not be stored."""
+        try:
+            with self.db.transaction(write=True) as conn:
+                self._settle(conn, hold, prompt_tokens, completion_tokens)
+                if stored is not None:
+                    self._keep(conn, hold.tenant, stored)
+        except Exception:  # noqa: BLE001 - whatever broke keeping the reply, the usage still counts
+            if stored is None:
+                raise
+            with self.db.transaction(write=True) as conn:
+                self._settle(conn, hold, prompt_tokens, completion_tokens)
+            raise
+
+    @staticmethod
+    def _settle(conn: Connection, hold: Hold, prompt_tokens: int, completion_tokens: int) -> None:
+        if prompt_tokens or completion_tokens:  # a request that never reached the model is no request
+            usage.add(conn, hold.tenant, hold.model, hold.day, prompt_tokens, completion_tokens)
+        holds.release(conn, hold, prompt_tokens + completion_tokens)
+
+    def _keep(self, conn: Connection, tenant: str, stored: tuple[dict[str, Any], list[Any], dict[str, str]]) -> None:
+        completions.save(conn, tenant, *stored)
+        oldest = self._oldest(tenant)
+        if oldest is not None:
+            completions.purge(conn, tenant, oldest)
 
     # stored completions
 

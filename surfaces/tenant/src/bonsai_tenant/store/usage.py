@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -48,12 +48,6 @@ def add(conn: Connection, tenant: str, model: str, day: str, prompt_tokens: int,
         set_={"requests": table.c.requests + 1,
               "prompt_tokens": table.c.prompt_tokens + statement.excluded.prompt_tokens,
               "completion_tokens": table.c.completion_tokens + statement.excluded.completion_tokens}))
-
-
-def tokens_on(conn: Connection, tenant: str, day: str) -> int:
-    """Prompt + completion tokens this tenant used on `day`, all models together."""
-    total = select(func.coalesce(func.sum(table.c.prompt_tokens + table.c.completion_tokens), 0))
-    return int(conn.execute(total.where(table.c.tenant == tenant, table.c.day == day)).scalar_one())
 
 
 def rows(conn: Connection, tenant: str | None = None, since: str | None = None) -> list[UsageRow]:
