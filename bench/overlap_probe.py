@@ -45,7 +45,7 @@ def main() -> None:
     gpu = Gpu.create()
     size = a.page_mib << 20
     data = np.random.default_rng(0).integers(0, 2**32, size // 4, dtype=np.uint32)
-    pages = [gpu.host_page(size) for _ in range(a.pages)]  # first in the process (see NOTES, session 3)
+    pages = [gpu.host_page(size) for _ in range(a.pages)]  # first in the process (see bench/NOTES.md, commit 84929b8)
     for page in pages:
         gpu.fill_page(page, data)
     dsts = [gpu.buffer(size) for _ in pages]

@@ -4,7 +4,7 @@ A block is `Engine.resident_steps` decode steps recorded back to back: each step
 step's argmax left on the GPU and parks its KV rows there (`KVCache.park`); one readback at the end brings
 the block's ids and rows to the host. With `Engine.blocks_ahead` = 1 the next block is recorded and
 submitted before that readback is waited for, so the GPU is not idle while the host maps the read, commits
-the rows to its master and streams the tokens (bench/NOTES.md, session 20). A stop inside a block then
+the rows to its master and streams the tokens (bench/NOTES.md, commit c0f6f87). A stop inside a block then
 costs up to one block more of wasted steps, which the engine rewinds exactly as it rewinds the rest of a
 block; so CPU adapters, whose "GPU" is the same cores, default to 0.
 """

@@ -236,7 +236,7 @@ class Gpu(Recorder):
         The copy into a MAP_READ buffer of its own is submitted and the buffer's map requested now, before
         any later submit: wgpu-py's poll thread waits for the newest submission there is when a map is
         requested, so a map asked for after the next block of work was submitted would wait for that block
-        too (`bench/map_order_probe.py`; bench/NOTES.md, session 20). The GPU runs what is recorded next
+        too (`bench/map_order_probe.py`; bench/NOTES.md, commit c0f6f87). The GPU runs what is recorded next
         while the read is on its way."""
         self._untaped()
         return self._soon(buf, [(offset, round_up(nbytes, 4))], nbytes)

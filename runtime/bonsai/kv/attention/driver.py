@@ -31,7 +31,7 @@ from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the
 # per window (`fold_merge`: the last workgroup of a (token, head) to finish merges); batches, adapters that
 # cannot bind fold_merge's FOLD_MERGE_BUFFERS storage buffers, and FUSE_MERGE off take two (fold, then
 # merge_blocks.wgsl). On the H200 fold_merge made decode 1.09-1.11x faster and a 512-token prefill 0.84-0.90x
-# (bench/NOTES.md, session 15): its merge's workgroup memory leaves fewer fold workgroups per SM.
+# (bench/NOTES.md, commit cfb0926): its merge's workgroup memory leaves fewer fold workgroups per SM.
 # A batch's blocks fold four tokens a workgroup (blocks.wgsl's fold_lanes; LANE_FOLD below).
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
@@ -48,7 +48,7 @@ LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
 # decoding every row once per tile of four tokens in a kernel that carries the codes' paths too (read at each call).
 # The same bits as folding the codes where the driver rounds k_elem's multiply-add alike in both kernels (lavapipe, CI's
 # tests); NVIDIA's compiler does not (its logits of a 512-token prompt differed by up to 3.7, each path deterministic),
-# and the GPU's forced decoding still equals the numpy reference (bench/NOTES.md sessions 29-30). 1.07x a 512-token q4res
+# and the GPU's forced decoding still equals the numpy reference (bench/NOTES.md, commits 4dd3ef3-41eb0e6). 1.07x a 512-token q4res
 # prompt on the H100, 1.17x at 2,048.
 DECODE_BATCHES = True
 # Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
