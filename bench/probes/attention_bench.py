@@ -8,7 +8,7 @@ residual), one window, the `--variant` kernel (default: the device's own). Each 
 its own worker process, so the ratios come from one run. CPU seconds count every thread of the worker
 (lavapipe runs kernels on the process's threads): steadier than wall time on a shared machine.
 
-    python bench/attention_bench.py [--kv f32 q4res] [--context 1024] [--queries 1 128] [--baseline DIR/runtime]
+    python bench/probes/attention_bench.py [--kv f32 q4res] [--context 1024] [--queries 1 128] [--baseline DIR/runtime]
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # probes/, bench/
 from results_file import write_results  # noqa: E402
 from tree_workers import in_worker, ratios  # noqa: E402
 
-RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 
 
 def run_case(kv: str, context: int, n_q: int, reps: int, variant: str) -> dict:

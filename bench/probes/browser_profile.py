@@ -8,29 +8,32 @@ submits, readbacks, taped replays), and recording against GPU time (one step's d
 with no submit, then the same tape replayed and waited for). Prints tables; writes
 bench/results/browser_profile.json. Needs Chromium and the fetched Pyodide (as the extension tests).
 
-    python bench/browser_profile.py [--kv f32] [--steps 8]
+    python bench/probes/browser_profile.py [--kv f32] [--steps 8]
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
-import http.server
-import json
 import sys
-import tempfile
-import textwrap
-import threading
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.models import default_model_path
-from bonsai_sync.bundle.extension import build_extension
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import http.server  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import textwrap  # noqa: E402
+import threading  # noqa: E402
+import zipfile  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from results_file import write_results  # noqa: E402
+
+from bonsai.models import default_model_path  # noqa: E402
+from bonsai_sync.bundle.extension import build_extension  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from bench.browser_bench import PROMPT, _Quiet  # noqa: E402
 from tests.surfaces.extension.cdp import Chromium, find_chromium  # noqa: E402
@@ -204,7 +207,7 @@ def main() -> None:
     parser.add_argument("--prompt", default=PROMPT)
     parser.add_argument("--native", action="store_true", help="run the same measurements natively (wgpu-py, lavapipe here)")
     parser.add_argument("--in-page", help="run this Python file instead of the measurements, after `gpu` and `reader` are made (it sets __profile to JSON)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "browser_profile.json"))
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "browser_profile.json"))
     args = parser.parse_args()
 
     def code_for(model_path: str) -> str:

@@ -4,18 +4,22 @@ shared machine's load falls on all of them alike.
 
 Each measurement runs in its own process (the tile is a module constant read when kernels compile).
 Prints a table of the best time per tile and writes bench/results/cpu_tile_bench.json.
-    python bench/cpu_tile_bench.py --tiles 4x4,8x4 --rounds 2
+    python bench/probes/cpu_tile_bench.py --tiles 4x4,8x4 --rounds 2
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
-import time
+from pathlib import Path
 
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+from results_file import write_results  # noqa: E402
 
 CHILD = """
 import json, sys, time

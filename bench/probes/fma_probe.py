@@ -1,22 +1,26 @@
-"""The FMA rate WGSL reaches on this adapter, in several forms of the same work (bench/fma_probe.wgsl): scalar
+"""The FMA rate WGSL reaches on this adapter, in several forms of the same work (bench/probes/fma_probe.wgsl): scalar
 fma() chains (roofline_probe's form), `a * m + c`, rounds written out, vec4 chains; each at several workgroup
 sizes, as `--reps` dispatches in one pass. Tells whether roofline_probe's "FMA peak" is the hardware's or the form's.
 
 Prints a table (us per dispatch, TFLOP/s) and writes JSON.
-    python bench/fma_probe.py [--iters 1024] [--reps 20] [--sizes 64,128,256]
+    python bench/probes/fma_probe.py [--iters 1024] [--reps 20] [--sizes 64,128,256]
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
 from pathlib import Path
 
-from results_file import write_results
-from roofline_probe import timed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.gpu.backend import Kernel
-from bonsai.gpu.device import Gpu
-from bonsai.gpu.shaders import render
+import argparse  # noqa: E402
+
+from results_file import write_results  # noqa: E402
+from roofline_probe import timed  # noqa: E402
+
+from bonsai.gpu.backend import Kernel  # noqa: E402
+from bonsai.gpu.device import Gpu  # noqa: E402
+from bonsai.gpu.shaders import render  # noqa: E402
 
 ENTRIES = ("chains8", "muladd8", "unrolled8", "vec4x8")
 CHAINS = 8  # scalar FMAs per round per invocation in every entry (vec4x8: 32 a round, ITERS / 4 rounds)

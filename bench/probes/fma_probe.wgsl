@@ -1,4 +1,4 @@
-// bench/fma_probe.py: the FMA rate WGSL reaches on this adapter in several forms of the same work. Each entry
+// bench/probes/fma_probe.py: the FMA rate WGSL reaches on this adapter in several forms of the same work. Each entry
 // runs ITERS rounds of independent multiply-add chains per invocation and stores one sum (no other memory
 // traffic); the forms differ in chain count, scalar or vec4 chains, fma() or `a * m + c`, and a written-out round.
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;

@@ -112,7 +112,7 @@ def main() -> None:
     p.add_argument("--piece-mib", type=int, nargs="+", default=[4, 16, 64], help="copy piece sizes")
     p.add_argument("--rounds", type=int, default=1, help="times every page is copied per piece size")
     p.add_argument("--kinds", default="map-write,map-read,device")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "host_page_probe.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "host_page_probe.json"))
     a = p.parse_args()
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     device = adapter.request_device_sync(required_features=["mappable-primary-buffers"])

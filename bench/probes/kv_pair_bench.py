@@ -9,22 +9,26 @@ every round of one mode must produce the same tokens (checked). Round 1 holds ea
 steps' tapes, a grouped mode's first group fill); later rounds replay them. Each round also probes the cost of
 an empty dispatch (the machine's load). Prints a table and writes JSON.
 
-    python bench/kv_pair_bench.py [--model PATH] [--modes f32,q4res] [--prompt-tokens 1024] [--new-tokens 256]
+    python bench/probes/kv_pair_bench.py [--model PATH] [--modes f32,q4res] [--prompt-tokens 1024] [--new-tokens 256]
                                   [--rounds 8]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 from pathlib import Path
 
-from counters import dispatch_cost_us
-from resident_profile import PROMPT, decode
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.engine.native import load_engine
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+from counters import dispatch_cost_us  # noqa: E402
+from resident_profile import PROMPT, decode  # noqa: E402
+from results_file import write_results  # noqa: E402
+
+from bonsai.engine.native import load_engine  # noqa: E402
 
 
 def decode_round(engine, prompt_len: int, first: int, tokens: int, resident: int) -> tuple[float, list[int]]:
@@ -44,7 +48,7 @@ def main() -> None:
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--resident-steps", type=int, default=16)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "kv_pair_bench.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "kv_pair_bench.json"))
     a = p.parse_args()
     modes = a.modes.split(",")
     if len(modes) != 2:

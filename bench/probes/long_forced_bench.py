@@ -9,7 +9,7 @@ ratios come from one run of this script. CPU seconds (every thread of the worker
 kernels on the process's own threads) move far less than wall seconds when other work shares the
 cores, so the ratio is given for both. Prints a table and writes JSON.
 
-    python bench/long_forced_bench.py [--kv f32 q4res] [--window 2048 384] [--baseline DIR/runtime] [--repeat 1]
+    python bench/probes/long_forced_bench.py [--kv f32 q4res] [--window 2048 384] [--baseline DIR/runtime] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # probes/, bench/
 from results_file import write_results  # noqa: E402
 from tree_workers import in_worker, ratios  # noqa: E402
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-RUNTIME = Path(__file__).resolve().parent.parent / "runtime"
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 
 
 def run_case(kv: str, window: int) -> dict:

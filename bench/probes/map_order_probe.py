@@ -5,31 +5,35 @@ block's map is requested before the second block's submit (what `Gpu.read_soon` 
 thread waits for the newest submission there is when a map is requested, so the second order should resolve the
 first map only when both blocks are done. Prints a table (ms from the first submit) and writes JSON.
 
-    python bench/map_order_probe.py [--iters 300000] [--rounds 3]
+    python bench/probes/map_order_probe.py [--iters 300000] [--rounds 3]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 from pathlib import Path
 
-from results_file import write_results
-from wgsl_file import load_kernel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.gpu.device import Gpu
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+from results_file import write_results  # noqa: E402
+from wgsl_file import load_kernel  # noqa: E402
+
+from bonsai.gpu.device import Gpu  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iters", type=int, default=300_000, help="multiply-adds per invocation (sets a block's time)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "map_order_probe.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "map_order_probe.json"))
     a = p.parse_args()
     gpu = Gpu.create()
     wgpu, dev = gpu._wgpu, gpu.device
-    kernel = load_kernel(gpu, "map_order.wgsl", ITERS=a.iters)
+    kernel = load_kernel(gpu, "probes/map_order.wgsl", ITERS=a.iters)
     buf = gpu.buffer(4 * 64 * 8)
     usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
     reads = [dev.create_buffer(size=256, usage=usage) for _ in range(2)]

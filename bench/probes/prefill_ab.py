@@ -13,23 +13,27 @@ one prefill (`Engine.prefill_argmax`, as the bench's prefill rows and a user's f
 with the switch off, then on, so the ratio comes from one process on one warm device. Prints a table (best and
 median tok/s, on / off, whether the argmax and the last token's logits bits are the same) and writes JSON.
 
-    python bench/prefill_ab.py [--switch read-ahead] [--model PATH] [--kv f32,q4res] [--tokens 512,2048] [--rounds 5]
+    python bench/probes/prefill_ab.py [--switch read-ahead] [--model PATH] [--kv f32,q4res] [--tokens 512,2048] [--rounds 5]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 from pathlib import Path
 
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.engine.forward import BATCH_FIRST_SUBMIT, BATCH_SUBMIT_EVERY
-from bonsai.engine.native import load_engine
-from bonsai.kv import append, staging
-from bonsai.kv.attention import driver as attention
-from bonsai.ops import tiled
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+from results_file import write_results  # noqa: E402
+
+from bonsai.engine.forward import BATCH_FIRST_SUBMIT, BATCH_SUBMIT_EVERY  # noqa: E402
+from bonsai.engine.native import load_engine  # noqa: E402
+from bonsai.kv import append, staging  # noqa: E402
+from bonsai.kv.attention import driver as attention  # noqa: E402
+from bonsai.ops import tiled  # noqa: E402
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
@@ -121,7 +125,7 @@ def main() -> None:
         print(f"| {r['kv']} | {r['tokens']} | {r['off_best_tok_s']:,.0f} | {r['on_best_tok_s']:,.0f} | "
               f"{r['off_median_tok_s']:,.0f} | {r['on_median_tok_s']:,.0f} | "
               f"{r['on_median_tok_s'] / r['off_median_tok_s']:.2f} | {r['same_argmax']} | {r['same_logit_bits']} |")
-    out = a.out or Path(__file__).parent / "results" / f"prefill_ab_{a.switch}.json"
+    out = a.out or Path(__file__).resolve().parents[1] / "results" / f"prefill_ab_{a.switch}.json"
     write_results(out, {"switch": a.switch, "split_groups": split_groups, "layers": a.layers, "rounds": a.rounds,
                         "rows": rows})
 

@@ -7,24 +7,27 @@ on the GPU: each one's time, the GPU's idle gaps between them, and (second run) 
 beside the replay's. Needs timestamp-query and timestamp-query-inside-passes (lavapipe and NVIDIA's Vulkan have them).
 Prints tables and writes JSON.
 
-    python bench/prefill_gpu_timeline.py [--model PATH] [--tokens 512] [--kv q4res] [--runs 3]
+    python bench/probes/prefill_gpu_timeline.py [--model PATH] [--tokens 512] [--kv q4res] [--runs 3]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
-from gpu_timeline import FEATURES, TimelineGpu  # bench/: a Gpu with timestamps around passes
-from kernel_probe import PROMPT, _names  # bench/: the probe's prompt and kernel names
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.engine.native import load_engine
-from bonsai.kv.format.modes import MODES
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from gpu_timeline import FEATURES, TimelineGpu  # bench/: a Gpu with timestamps around passes  # noqa: E402
+from kernel_probe import PROMPT, _names  # bench/: the probe's prompt and kernel names  # noqa: E402
+from results_file import write_results  # noqa: E402
+
+from bonsai.engine.native import load_engine  # noqa: E402
+from bonsai.kv.format.modes import MODES  # noqa: E402
 
 SHOWN = 48  # passes printed (a CPU adapter's flow has a pass per few dispatches; a GPU's, one per two layers)
 
@@ -55,7 +58,7 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=512, help="prompt tokens (one step: the batch is this size)")
     p.add_argument("--kv", default="q4res", choices=sorted(MODES))
     p.add_argument("--runs", type=int, default=3, help="timed runs with timestamps around passes only")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "prefill_gpu_timeline.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "prefill_gpu_timeline.json"))
     a = p.parse_args()
     gpu = TimelineGpu.create(extra_features=FEATURES)
     missing = [f for f in FEATURES if f not in gpu.device.features]

@@ -8,20 +8,24 @@ queued ahead instead) and every commit into the host master (`KVCache._commit`, 
 Prints each event's median time from the start of the step (ms), and the host's rate of committing the rows read
 ahead (mapped memory into the master), and writes JSON.
 
-    python bench/prefill_timeline.py [--model PATH] [--kv f32] [--tokens 512] [--repeats 7]
+    python bench/probes/prefill_timeline.py [--model PATH] [--kv f32] [--tokens 512] [--repeats 7]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 from pathlib import Path
 
-from results_file import write_results
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.engine.native import load_engine
-from bonsai.kv.staging import Staging
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+from results_file import write_results  # noqa: E402
+
+from bonsai.engine.native import load_engine  # noqa: E402
+from bonsai.kv.staging import Staging  # noqa: E402
 
 PROMPT = "The history of the printing press begins in the fifteenth century. "
 
@@ -47,7 +51,7 @@ def main() -> None:
     p.add_argument("--kv", default="f32")
     p.add_argument("--tokens", type=int, default=512)
     p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "prefill_timeline.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "prefill_timeline.json"))
     a = p.parse_args()
     engine = load_engine(a.model, kv=a.kv, progress=False, warm_up=True, batch=a.tokens, max_positions=a.tokens + 64)
     base = engine.tokenizer.encode(PROMPT)

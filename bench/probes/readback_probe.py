@@ -9,16 +9,20 @@ host pages: `queue.read_buffer`, and a copy into one MAP_READ buffer made at the
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 from pathlib import Path
 
-import numpy as np
-import wgpu
-from results_file import write_results  # bench/, beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: results_file and the shared modules
 
-from bonsai.gpu.device import Gpu
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import wgpu  # noqa: E402
+from results_file import write_results  # bench/, beside this script  # noqa: E402
+
+from bonsai.gpu.device import Gpu  # noqa: E402
 
 
 def main() -> None:
@@ -27,7 +31,7 @@ def main() -> None:
     p.add_argument("--pages", type=int, default=8)
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--reads", choices=("both", "temporary", "kept"), default="both")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "readback_probe.json"))
+    p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "readback_probe.json"))
     a = p.parse_args()
     gpu = Gpu.create()
     kept = (gpu.device.create_buffer(size=256, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
