@@ -83,3 +83,22 @@ def test_an_unknown_peer_is_refused_by_name():
     result = subprocess.run([sys.executable, "-m", "bench", "decode", "--peers", "vllm"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "--peers: vllm is not a peer of decode" in result.stderr
+
+
+def test_llama_cpp_rows_come_from_its_json(tmp_path):
+    """`peers.llama_rows` runs `llama bench -o json` and keeps one row per test, tok/s where the test's kind says."""
+    import peers
+
+    fake = tmp_path / "llama"
+    fake.write_text("#!/bin/sh\n" "[ \"$1\" = bench ] || exit 9\n" "echo '" + json.dumps([
+        {"build_commit": "0c1e570", "backends": "Vulkan", "gpu_info": "NVIDIA H100", "n_prompt": 512, "n_gen": 0,
+         "n_depth": 1024, "avg_ts": 11474.2, "stddev_ts": 570.1},
+        {"build_commit": "0c1e570", "backends": "Vulkan", "gpu_info": "NVIDIA H100", "n_prompt": 0, "n_gen": 128,
+         "n_depth": 1024, "avg_ts": 455.5, "stddev_ts": 128.4}]) + "'\n")
+    fake.chmod(0o755)
+    pp, tg = peers.llama_rows(str(fake), "model.gguf", 512, 128, 1024)
+    assert pp["test"] == "pp512 d1024" and pp["prefill_tok_s"] == 11474.2 and "decode_tok_s" not in pp
+    assert tg["test"] == "tg128 d1024" and tg["decode_tok_s"] == 455.5 and tg["device"] == "NVIDIA H100"
+    fake.write_text("#!/bin/sh\necho 'no Vulkan device' >&2\nexit 1\n")
+    with pytest.raises(RuntimeError, match="no Vulkan device"):
+        peers.llama_rows(str(fake), "model.gguf", 512, 128, 1024)
