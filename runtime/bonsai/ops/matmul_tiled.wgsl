@@ -259,7 +259,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         if (c + 1u < c1) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
         // the chunk's sixteen rounds written out: the driver keeps WGSL loops rolled, and a loop step costs about six
-        // FMAs' issue slots (bench/fma_probe.py); on the H100 the products ran 0-24% faster than with a loop of one
+        // FMAs' issue slots (bench/probes/fma_probe.py); on the H100 the products ran 0-24% faster than with a loop of one
         // round a step, and a loop of four rounds a step ran QKV and wo 1.6x slower at four rows an invocation
         // (bench/NOTES.md, commit bd8ccea)
         acc = round2(acc, 0u, tr, tc);
