@@ -33,7 +33,8 @@ def _kvs(args: argparse.Namespace) -> list[str]:
 
 
 def _decode_argv(args: argparse.Namespace) -> list[str]:
-    out = _opt("--model", args.model) + _opt("--prompt-tokens", args.context)
+    # the engine's own prefill kernel (decode_bench times the matvec first unless told); flags after `--` win
+    out = _opt("--model", args.model) + _opt("--prompt-tokens", args.context) + ["--prefill-kernels", "tiled"]
     out += _opt("--kv", args.kv)
     if "reference" not in args.peers:
         out.append("--no-reference")
