@@ -23,6 +23,7 @@ class Reads(Recorder):
     _soon_free: dict[int, list[Any]]
 
     def is_lost(self) -> bool:
+        """Whether the device is unusable (`Gpu.is_lost`): a queued read's map polls it while it waits."""
         raise NotImplementedError
 
     def read(self, buf: Any, nbytes: int | None = None, offset: int = 0) -> bytes:

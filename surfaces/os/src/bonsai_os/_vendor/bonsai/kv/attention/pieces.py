@@ -35,6 +35,7 @@ class Pieces:
     _loop_blocks_cached: dict[bool, int]
 
     def _fused_for(self, n_q: int) -> tuple[Any, Any] | None:
+        """The fold_merge kernels a call of n_q query tokens takes, or None (`Attention._fused_for`)."""
         raise NotImplementedError
 
     def fold_shape(self, win: Window, n_q: int = 1) -> int:
