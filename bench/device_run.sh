@@ -13,6 +13,7 @@
 # TREE=DIR runs the runtime of another checkout (e.g. `git archive <commit> runtime bench | tar -x -C DIR`)
 # in place of this one, so two commits' rows can be taken on one machine. Results land in $OUT (default
 # /tmp/out): each workload's stamped rows as JSON, and its table on stdout.
+# The tree that travels has no .git: start the command with BONSAI_COMMIT=<commit> so the rows name it.
 set -u
 if [ "${1:-}" = part ]; then
   # this call carries only the part: the next call's carry then fits 64 MiB beside the model's other parts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import subprocess
 from collections.abc import Iterable
@@ -13,7 +14,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def commit() -> str:
-    """The checkout's short commit, '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    """$BONSAI_COMMIT where set (a copied tree without .git, as on the GPU machine), else the checkout's short
+    commit, '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    if os.environ.get("BONSAI_COMMIT"):
+        return os.environ["BONSAI_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True, timeout=30).stdout.strip()

@@ -102,3 +102,8 @@ def test_llama_cpp_rows_come_from_its_json(tmp_path):
     fake.write_text("#!/bin/sh\necho 'no Vulkan device' >&2\nexit 1\n")
     with pytest.raises(RuntimeError, match="no Vulkan device"):
         peers.llama_rows(str(fake), "model.gguf", 512, 128, 1024)
+
+
+def test_the_commit_can_be_named_where_the_tree_has_no_git(monkeypatch):
+    monkeypatch.setenv("BONSAI_COMMIT", "5c59536")
+    assert stamp.commit() == "5c59536"
