@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
 from . import __version__
-from .errors import FatalError
-from .options import format_option, surface_option, verify_import_option
-
-
-def _shown(path: object, root: Path | None) -> str:
-    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
-    if root is not None and os.path.isabs(text):
-        base = os.path.abspath(root)
-        if os.path.commonpath([base, text]) == base:
-            return Path(os.path.relpath(text, base)).as_posix()  # never resolve: the path may be a loop
-    return text
+from .errors import FatalError, UsageError
+from .fsutil import shown
+from .options import format_option, global_options, surface_option, verify_import_option
 
 
 class _Group(click.Group):
@@ -34,7 +25,7 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except OSError as exc:
             root = (ctx.obj or {}).get("root")
-            where = _shown(exc.filename, root) + ": " if exc.filename else ""
+            where = shown(exc.filename, root) + ": " if exc.filename else ""
             click.echo(f"bonsai-sync: error: {where}{exc.strerror or exc}; the surface was left as it was", err=True)
             sys.exit(2)
         except RecursionError:
@@ -72,8 +63,8 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
     whose closure it needs. Errors print as `path:line:col: message`, paths relative to the
     repository root.
 
-    Exit codes: 0 ok, 1 stale (check) or hand edits refused (sync, build), 2 usage,
-    configuration or file-system error, 3 closure or verification error.
+    Exit codes: 0 ok, 1 stale (check), or hand edits or files it did not write refused (sync,
+    build), 2 usage, configuration or file-system error, 3 closure or verification error.
     """
     from .config import find_root
 
@@ -82,12 +73,19 @@ def main(ctx: click.Context, root: Path | None, no_cache: bool, rescan: bool, wa
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--dry-run", is_flag=True, help="List every file it would write, remove or refuse; write nothing.")
 @click.option("--force", is_flag=True, help="Overwrite files edited by hand in the surface.")
+@click.option("--keep-foreign", "foreign", flag_value="keep",
+              help="Keep the files in a dest that bonsai-sync did not write (each is listed, recorded as the "
+              "user's in bonsai-sync.lock, and left alone from then on).")
+@click.option("--delete-foreign", "foreign", flag_value="delete",
+              help="Delete the files in a dest that bonsai-sync did not write, listing each.")
 @verify_import_option
 @click.pass_context
-def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bool, verify_import: bool) -> None:
+def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bool, foreign: str | None,
+         verify_import: bool) -> None:
     """Copy each surface's closure into its dest, then verify the copy.
 
     The copy is written to a temporary directory, verified there (every import it makes must
@@ -95,13 +93,19 @@ def sync(ctx: click.Context, surfaces: tuple[str, ...], dry_run: bool, force: bo
     in, so a failure leaves the surface untouched. Files no longer needed are removed, and
     <dest>/bonsai-sync.lock records every file's source and sha256. A file edited by hand in the
     surface is never overwritten without --force (exit 1, naming each).
+
+    A dest is bonsai-sync's: any file in it that the lock does not record (there before the first
+    sync, or added later) is refused (exit 1, naming each, nothing written) unless --keep-foreign
+    or --delete-foreign says what to do with it. --dry-run refuses exactly as the sync would.
     """
     from . import commands
 
-    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import, force, ctx.obj["wait"]))
+    sys.exit(commands.sync(_workspace(ctx), surfaces, dry_run, verify_import, force, ctx.obj["wait"],
+                           foreign or "refuse"))
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--diff", "show_diff", is_flag=True, help="Show a unified diff for each stale file.")
 @click.option("--staged", is_flag=True, help="Check what is staged for commit (git's index), not the working tree.")
@@ -124,6 +128,7 @@ def check(ctx: click.Context, surfaces: tuple[str, ...], show_diff: bool, staged
 
 
 @main.command()
+@global_options
 @click.argument("surface")
 @click.argument("target", metavar="MODULE_OR_FILE")
 @click.pass_context
@@ -140,6 +145,7 @@ def why(ctx: click.Context, surface: str, target: str) -> None:
 
 
 @main.command()
+@global_options
 @click.argument("surface")
 @click.option("--format", "fmt", type=click.Choice(["json", "dot"]), default="json", show_default=True, help="Output format.")
 @click.pass_context
@@ -151,6 +157,7 @@ def graph(ctx: click.Context, surface: str, fmt: str) -> None:
 
 
 @main.command()
+@global_options
 @surface_option
 @click.option("--dist", "dist_dir", type=click.Path(file_okay=False, path_type=Path), default="dist",
               show_default=True, help="Where the bundles go (relative to --root).")
@@ -158,14 +165,21 @@ def graph(ctx: click.Context, surface: str, fmt: str) -> None:
 def build(ctx: click.Context, surfaces: tuple[str, ...], dist_dir: Path) -> None:
     """Sync, check, then build each surface's bundle reproducibly; print where it went and its size.
 
-    Refuses (exit 1), naming the files, when a surface's copy was edited by hand (sync would
-    overwrite the edit) or is still stale after the sync.
+    Builds the surfaces whose config declares a bundle kind (`bundle = "zipapp"`, "wheel" or
+    "extension", from `bundle-project`, else the nearest folder above the dest holding a
+    pyproject.toml); a surface without one is an error (exit 2). Refuses (exit 1), naming the
+    files, when a surface's copy was edited by hand or is still stale after the sync.
     """
     from . import commands
-    from .bundle import BUILDERS, build_surface, describe, workspace_gate
+    from .bundle import build_surface, describe, workspace_gate
 
     ws = _workspace(ctx)
-    names = surfaces or tuple(s.name for s in ws.config.surfaces if s.name in BUILDERS)
+    names = surfaces or tuple(s.name for s in ws.config.surfaces if s.bundle)
+    unbuildable = [name for name in names if not ws.config.surface(name).bundle]
+    if unbuildable or not names:
+        raise UsageError(f"no bundle kind for surface(s) {', '.join(unbuildable or [s.name for s in ws.config.surfaces])}: "
+                         "declare one with `bundle = \"zipapp\"`, \"wheel\" or \"extension\" in "
+                         "[tool.bonsai-sync.surfaces.NAME]; `build` builds only those (`sync` needs none)")
     code = commands.sync(ws, names, False, False, False, ctx.obj["wait"])
     if code:
         sys.exit(code)

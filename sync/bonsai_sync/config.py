@@ -13,7 +13,9 @@ from .errors import ConfigError, Diagnostic
 
 TABLE = "tool.bonsai-sync"
 _TOP_KEYS = {"source", "third-party", "surfaces"}
-_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs"}
+_SURFACE_KEYS = {"dest", "entry", "third-party", "hidden-imports", "data", "exclude", "compiled", "python", "stubs",
+                 "rewrite-imports", "bundle", "bundle-project"}
+BUNDLE_KINDS = ("zipapp", "wheel", "extension")
 _PYTHON = re.compile(r"^3\.(\d+)$")
 
 
@@ -50,6 +52,11 @@ class Surface:
     python: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
     # copy each copied module's `.pyi` stub and each package's `py.typed`
     stubs: bool = True
+    # rewrite the copy's absolute imports of its own packages below the package holding the dest
+    rewrite_imports: bool = False
+    # what `build` makes of the surface ("zipapp", "wheel", "extension"; "" for none), from which folder
+    bundle: str = ""
+    bundle_project: str = ""
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,9 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     dest = body.get("dest")
     if not isinstance(dest, str) or not dest.strip():
         raise error(text, table, "dest", "a path relative to the repo root is required")
+    if Path(dest).is_absolute() or dest.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", dest):
+        raise error(text, table, "dest", f"{dest!r} is absolute; a dest is a folder inside the repository, "
+                    "given relative to its root")
     entry = _strings(text, table, "entry", body.get("entry", []))
     if not entry:
         raise error(text, table, "entry", "list at least one entry module")
@@ -178,6 +188,15 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
     stubs = body.get("stubs", True)
     if not isinstance(stubs, bool):
         raise error(text, table, "stubs", "must be true or false")
+    rewrite = body.get("rewrite-imports", False)
+    if not isinstance(rewrite, bool):
+        raise error(text, table, "rewrite-imports", "must be true or false")
+    bundle = body.get("bundle", "")
+    if bundle not in ("", *BUNDLE_KINDS):
+        raise error(text, table, "bundle", f"must be one of {', '.join(map(repr, BUNDLE_KINDS))}")
+    project = body.get("bundle-project", "")
+    if not isinstance(project, str) or Path(project).is_absolute() or ".." in Path(project).parts:
+        raise error(text, table, "bundle-project", "a folder inside the repository, relative to its root")
     return Surface(
         name=name,
         dest=Path(dest).as_posix().rstrip("/"),
@@ -189,6 +208,9 @@ def _surface(text: str, name: str, body: Any, common: tuple[str, ...]) -> Surfac
         compiled=compiled,
         python=(3, int(match.group(1))),
         stubs=stubs,
+        rewrite_imports=rewrite,
+        bundle=bundle,
+        bundle_project=Path(project).as_posix() if project else "",
     )
 
 
@@ -216,6 +238,11 @@ def _check_dests(text: str, root: Path, source: tuple[str, ...], surfaces: tuple
     for surface in surfaces:
         table = f"{TABLE}.surfaces.{surface.name}"
         dest = (root / surface.dest).resolve()
+        inside = root.resolve()
+        if dest == inside or not dest.is_relative_to(inside):
+            where = "is the repository itself" if dest == inside else f"resolves to {dest}, outside the repository"
+            raise error(text, table, "dest", f"{surface.dest!r} {where}; a dest is a folder inside the repository "
+                        "that bonsai-sync alone writes (links followed)")
         for src in resolved_sources:
             if dest == src or src in dest.parents or dest in src.parents:
                 raise error(text, table, "dest", f"{surface.dest!r} overlaps source root {src.relative_to(root.resolve())!s}")

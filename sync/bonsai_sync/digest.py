@@ -7,10 +7,7 @@ import errno
 import os
 import stat
 from hashlib import sha256
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    from .statmemo import StatMemo
+from typing import NamedTuple, Protocol
 
 SKIP_DIRS = {"__pycache__"}
 
@@ -22,6 +19,14 @@ class Digest(NamedTuple):
     executable: bool = False
 
 
+class StatCache(Protocol):
+    """What `digest_tree` asks of a memo of earlier digests (statmemo.StatMemo is one)."""
+
+    def walk(self, top: str) -> None: ...
+
+    def digest(self, path: str, info: os.stat_result) -> Digest: ...
+
+
 def digest_file(path: str) -> Digest:
     with open(path, "rb") as handle:
         data = handle.read()
@@ -29,7 +34,7 @@ def digest_file(path: str) -> Digest:
     return Digest(sha256(data).hexdigest(), bool(mode & stat.S_IXUSR))
 
 
-def digest_tree(top: str, skip_files: frozenset[str] = frozenset(), memo: StatMemo | None = None) -> dict[str, Digest]:
+def digest_tree(top: str, skip_files: frozenset[str] = frozenset(), memo: StatCache | None = None) -> dict[str, Digest]:
     """`relative posix path -> Digest` for every file below `top` (no __pycache__, no
     dot-directories, none of `skip_files` at the top level); {} when `top` does not exist.
     With `memo`, a file whose stat is unchanged since an earlier run hashed it is not read."""

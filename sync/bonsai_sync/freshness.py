@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .digest import Digest, digest_tree
-from .lock import LOCK_NAME, read
+from .lock import LOCK_NAME, load, read
+from .ownership import FOREIGN, FOREIGN_NEEDED, KEPT_NEEDED, files_below, recorded, section
 from .plan import Plan, PlannedFile
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class SurfaceState:
     lock_text: str
     stale: tuple[Stale, ...]
     unchanged: int
+    # the user's files the lock records as kept in the dest (`[[foreign]]`), still there and not needed
+    kept_foreign: tuple[str, ...] = ()
 
     @property
     def fresh(self) -> bool:
@@ -62,17 +65,29 @@ class SurfaceState:
     def refused(self) -> tuple[Stale, ...]:
         return tuple(s for s in self.stale if s.action == "refuse")
 
+    @property
+    def foreign(self) -> tuple[Stale, ...]:
+        """The files in the dest that bonsai-sync did not write (nor was told to keep)."""
+        return tuple(s for s in self.stale if s.action == "foreign")
+
 
 def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = False,
                   read_lock: Callable[[Path], dict[str, PlannedFile] | None] = read,
-                  memo: StatMemo | None = None) -> SurfaceState:
+                  memo: StatMemo | None = None,
+                  read_kept: Callable[[Path], frozenset[str]] = lambda dest: recorded(load(dest))) -> SurfaceState:
     """Every difference between `plan` and `root/plan.dest`, sorted by path. The lock is only read
-    (by `read_lock`) when a file differs, to tell a hand edit (refused) from an upstream change (written).
+    (by `read_lock`) when a file differs, to tell a hand edit (refused) from an upstream change
+    (written), and a file bonsai-sync wrote from one it did not (foreign: never touched unless the
+    user says so; those the lock records as kept, read by `read_kept`, are left alone).
     `memo` spares hashing a dest file whose stat is unchanged since an earlier run hashed it."""
     dest = root / plan.dest
     disk = digest_tree(str(dest), frozenset({LOCK_NAME}), memo)
     wanted = {f.rel: Digest(f.sha256, f.executable) for f in plan.files}
-    locked = (read_lock(dest) or {}) if disk != wanted else {}
+    present = files_below(str(dest)) - {LOCK_NAME}
+    differs = disk != wanted or not present <= wanted.keys()
+    locked = (read_lock(dest) or {}) if differs else {}
+    unrecorded = [rel for rel in present if rel not in locked and (rel not in disk or disk[rel] != wanted.get(rel))]
+    kept = read_kept(dest) if unrecorded else frozenset()
     found = [Stale(plan.dest, INTERRUPTED)] if interrupted else []
     unchanged = 0
     for planned in plan.files:
@@ -80,20 +95,29 @@ def surface_state(root: Path, plan: Plan, lock_text: str, interrupted: bool = Fa
         have = disk.get(planned.rel)
         if have is None:
             found.append(Stale(shown, MISSING, planned.source))
+        elif have.sha256 != planned.sha256 and planned.rel not in locked:
+            found.append(Stale(shown, KEPT_NEEDED if planned.rel in kept else FOREIGN_NEEDED, planned.source, "foreign"))
         elif have.sha256 != planned.sha256:
-            hand = planned.rel in locked and locked[planned.rel].sha256 != have.sha256
+            hand = locked[planned.rel].sha256 != have.sha256
             found.append(Stale(shown, EDITED if hand else CHANGED, planned.source, "refuse" if hand else "write"))
         elif have.executable != planned.executable:
             found.append(Stale(shown, MODE, planned.source))
         else:
             unchanged += 1
-    for rel in sorted(disk.keys() - wanted.keys()):
-        hand = rel in locked and locked[rel].sha256 != disk[rel].sha256
-        found.append(Stale(f"{plan.dest}/{rel}", EDITED if hand else EXTRA, None, "refuse" if hand else "remove"))
+    kept_here = []
+    for rel in sorted(present - wanted.keys()):
+        if rel in kept and rel not in locked:
+            kept_here.append(rel)
+        elif rel not in locked:
+            found.append(Stale(f"{plan.dest}/{rel}", FOREIGN, None, "foreign"))
+        else:
+            hand = rel not in disk or locked[rel].sha256 != disk[rel].sha256
+            found.append(Stale(f"{plan.dest}/{rel}", EDITED if hand else EXTRA, None, "refuse" if hand else "remove"))
+    lock_text += section(kept_here)
     lock_path = dest / LOCK_NAME
     if not found and (not lock_path.is_file() or lock_path.read_text(encoding="utf-8") != lock_text):
         found.append(Stale(f"{plan.dest}/{LOCK_NAME}", LOCK))
-    return SurfaceState(plan, lock_text, tuple(sorted(found, key=lambda s: s.path)), unchanged)
+    return SurfaceState(plan, lock_text, tuple(sorted(found, key=lambda s: s.path)), unchanged, tuple(kept_here))
 
 
 def diff(root: Path, item: Stale) -> str:
@@ -105,11 +129,3 @@ def diff(root: Path, item: Stale) -> str:
     want_path = root / item.source if item.source else None
     want = want_path.read_text(encoding="utf-8", errors="replace").splitlines(True) if want_path else []
     return "".join(difflib.unified_diff(have, want, f"a/{item.path}", f"b/{item.path}"))
-
-
-def check_surface(config, name: str) -> list[str]:
-    """`path: reason` for each stale file of surface `name` ([] when fresh); for other tools."""
-    from .pipeline import Workspace
-
-    workspace = Workspace(config.root)
-    return [f"{s.path}: {s.reason}" for s in workspace.state(workspace.config.surface(name)).stale]

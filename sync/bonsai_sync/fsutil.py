@@ -75,3 +75,13 @@ def remove_tree(top: Path) -> None:
                 stack.append((Path(entry.path), False))
             else:
                 os.unlink(entry.path)
+
+
+def shown(path: object, root: Path | None) -> str:
+    """`path` as messages show it: relative to `root` when below it (never resolved: it may be a loop)."""
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    if root is not None and os.path.isabs(text):
+        base = os.path.abspath(root)
+        if os.path.commonpath([base, text]) == base:
+            return Path(os.path.relpath(text, base)).as_posix()
+    return text

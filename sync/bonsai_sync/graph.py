@@ -206,7 +206,10 @@ class GraphBuilder:
     def _excluded(self, info: ModuleInfo, name: str, path: Path | None, fact: ImportFact, pattern: str) -> None:
         self.outside(info, name, "excluded", fact, path)
         if fact.required:
-            self.error(info, fact.line, fact.col, f"imports {name!r}, which `exclude` leaves out ({pattern!r}); make the import optional (try/except ImportError, or inside a function) or drop the pattern")
+            importer = "" if info.name in self.surface.entry else f"exclude {info.name!r} too, "
+            self.error(info, fact.line, fact.col, f"imports {name!r}, which `exclude` leaves out ({pattern!r}); "
+                       f"{importer}drop the pattern, or make the import optional (try/except ImportError, or "
+                       "inside a function)")
 
     def _resource(self, info: ModuleInfo, fact: ResourceFact) -> None:
         assert info.file is not None

@@ -29,10 +29,10 @@ def render(plan: Plan) -> str:
             "python": plan.python, "scanner": plan.scanner}
     parts = [_HEADER, tomli_w.dumps(head)]
     for f in plan.files:
-        parts.append(f"\n[[file]]\npath = {_quoted(f.rel)}\nsource = {_quoted(f.source)}\nsha256 = {_quoted(f.sha256)}\n"
-                     f"kind = {_quoted(f.kind)}\n")
+        parts.append(f"\n[[file]]\npath = {quoted(f.rel)}\nsource = {quoted(f.source)}\nsha256 = {quoted(f.sha256)}\n"
+                     f"kind = {quoted(f.kind)}\n")
         if f.tag:
-            parts.append(f"platform = {_quoted(f.tag)}\n")
+            parts.append(f"platform = {quoted(f.tag)}\n")
         if f.executable:
             parts.append("executable = true\n")
         if f.scan:
@@ -40,7 +40,7 @@ def render(plan: Plan) -> str:
     return "".join(parts)
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
     """A TOML basic string, as tomli-w writes it (quoted as is when nothing needs escaping)."""
     if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
         return f'"{text}"'

@@ -11,6 +11,7 @@ from . import __version__
 from .cache import CACHE_DIR, Store, scanner_id
 from .config import Config, Surface, load
 from .digest import Digest, digest_file, digest_tree
+from .errors import FatalError
 from .facts import Facts
 from .factsource import FactSource
 from .plan import Plan, PlannedFile
@@ -83,12 +84,13 @@ class Workspace:
             self._locks[dest] = load(dest)
         return self._locks[dest]
 
-    def wrote(self, dest: Path, plan: Plan | None = None) -> None:
-        """`sync` replaced `dest` (and its lock, rendered from `plan`)."""
+    def wrote(self, dest: Path, plan: Plan | None = None, lock_text: str | None = None) -> None:
+        """`sync` replaced `dest` (and its lock, `lock_text`: the one rendered from `plan` unless given)."""
         self._locks.pop(dest, None)
         if plan is not None:
             surface = self.config.surface(plan.surface)
-            self._remember_lock(surface, hashlib.sha256(self.lock_text(plan).encode()).hexdigest(), plan.by_rel())
+            text = self.lock_text(plan) if lock_text is None else lock_text
+            self._remember_lock(surface, hashlib.sha256(text.encode()).hexdigest(), plan.by_rel())
         self.facts.wrote_lock(dest)
         self.facts_store.save()
 
@@ -141,11 +143,26 @@ class Workspace:
         found = self.closure(surface)
         found.raise_errors()
         python = f"{surface.python[0]}.{surface.python[1]}"
-        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id())
+        plan = make_plan(surface.name, surface.dest, self.root, found, self.digest_of, python, scanner_id(),
+                         self._namespace(surface))
         self._lock_texts[surface.name] = render(plan)
         self.plan_store.put(surface.name, (key, plan, self._lock_texts[surface.name]))
         self.plan_store.save()
         return plan
+
+    def _namespace(self, surface: Surface) -> str:
+        """The package `rewrite-imports` rewrites the copy's imports below ("" when off)."""
+        if not surface.rewrite_imports:
+            return ""
+        from .config import TABLE, error
+        from .verify import enclosing_package
+
+        package = enclosing_package(self.root / surface.dest)
+        if package is None:
+            raise error(self.config.text, f"{TABLE}.surfaces.{surface.name}", "rewrite-imports",
+                        f"the dest {surface.dest!r} is no package's folder (no __init__.py beside it), so there is "
+                        "nothing to rewrite the imports below; vendor into a package (app/_vendor) or drop the key")
+        return package
 
     def lock_text(self, plan: Plan) -> str:
         """The lock file `sync` writes for `plan` (rendered once, then cached with the plan)."""
@@ -159,12 +176,18 @@ class Workspace:
         """The surface's dest compared with its plan, computed once per run (again after a write)."""
         if refresh or surface.name not in self._states:
             from .freshness import surface_state
+            from .ownership import recorded
             from .swap import interrupted
 
             plan = self.plan(surface)
             dest = self.root / plan.dest
+            if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+                raise FatalError(f"{plan.dest}: is {'a link' if dest.is_symlink() else 'a file'}, not a folder; "
+                                 f"the dest of surface {surface.name!r} is a folder that bonsai-sync alone writes: "
+                                 "move the file away, or set `dest` to another path")
             self._states[surface.name] = surface_state(self.root, plan, self.lock_text(plan), interrupted(dest),
-                                                       lambda path: self._locked_files(surface, path), self.stats)
+                                                       lambda path: self._locked_files(surface, path), self.stats,
+                                                       lambda path: recorded(self.lock_data(path)))
             self._save_stats()
         return self._states[surface.name]
 
@@ -208,3 +231,9 @@ class Workspace:
             listing = "".join(f"{rel}\0{files[rel].sha256}\0{files[rel].executable}\n" for rel in sorted(files))
             hasher.update(f"{root}\n{listing}".encode())
         return hasher.hexdigest()
+
+
+def check_surface(config: Config, name: str) -> list[str]:
+    """`path: reason` for each stale file of surface `name` ([] when fresh); for other tools."""
+    workspace = Workspace(config.root)
+    return [f"{s.path}: {s.reason}" for s in workspace.state(workspace.config.surface(name)).stale]

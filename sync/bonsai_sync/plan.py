@@ -28,6 +28,8 @@ class PlannedFile:
     executable: bool = False
     # a scanned module's facts (factcodec's JSON): the lock records them so that a cold run need not parse it
     scan: str = ""
+    # the package its absolute imports of the copy were rewritten below (`rewrite-imports`), or ""
+    rewrite: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,23 +50,34 @@ class Plan:
 
 
 def make_plan(surface: str, dest: str, root: Path, closure: Closure, digest_of: Callable[[Path], Digest],
-              python: str = "", scanner: str = "") -> Plan:
+              python: str = "", scanner: str = "", rewrite: str = "") -> Plan:
     """Every copied node of the closure graph, mirrored below `dest` (namespace packages have no file),
-    with the facts of each scanned one."""
+    with the facts of each scanned one. With `rewrite` (a package name), each module whose absolute
+    imports of the copy's own packages `rewrite_imports` changes is planned with the rewritten bytes."""
+    import hashlib
+
     from .factcodec import encode
     from .graph import COPIED
     from .index import compiled_tag
+    from .rewrite import rewrite_imports, tops_of
 
     root = root.resolve()
+    nodes = [d for _, d in closure.graph.nodes(data=True) if d.get("path") is not None and d["kind"] in COPIED]
+    tops = tops_of(d["rel"] for d in nodes if d["kind"] in ("module", "package", "compiled")) if rewrite else frozenset()
     files = {}
-    for _, data in closure.graph.nodes(data=True):
-        path = data.get("path")
-        if path is None or data["kind"] not in COPIED:
-            continue
+    for data in nodes:
+        path = data["path"]
         digest = digest_of(path)
         kind = "module" if data["kind"] == "package" else data["kind"]
         tag = compiled_tag(path.name) if kind == "compiled" else ""
         scan = encode(data["facts"]) if "facts" in data else ""
-        files[data["rel"]] = PlannedFile(data["rel"], path.relative_to(root).as_posix(), digest.sha256, kind, tag,
-                                         digest.executable, scan)
+        source = path.relative_to(root).as_posix()
+        rewritten = ""
+        if tops and kind == "module" and path.suffix == ".py":
+            before = path.read_bytes()
+            after = rewrite_imports(before, tops, rewrite, source)
+            if after != before:  # planned as written: its facts are the source's, so none are recorded
+                digest, scan, rewritten = Digest(hashlib.sha256(after).hexdigest(), digest.executable), "", rewrite
+        files[data["rel"]] = PlannedFile(data["rel"], source, digest.sha256, kind, tag, digest.executable, scan,
+                                         rewritten)
     return Plan(surface, dest, tuple(files[k] for k in sorted(files)), closure.third_party, python, scanner)

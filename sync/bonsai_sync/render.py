@@ -13,22 +13,26 @@ if TYPE_CHECKING:
     from .digraph import DiGraph
 
 
-def _node_for(graph: DiGraph, target: str, root: Path) -> str:
+def _node_for(graph: DiGraph, target: str, root: Path, dest: str) -> str:
+    """The node `target` names: a module, a source file, a path below a source root, or a file of
+    the surface's copy (below its dest)."""
     if target in graph:
         return target
     wanted = (root / target).resolve()
+    copy = (root / dest).resolve()
+    rel = wanted.relative_to(copy).as_posix() if wanted.is_relative_to(copy) else Path(target).as_posix()
     for node, data in graph.nodes(data=True):
         path = data.get("path")
-        if path is not None and (path == wanted or data["rel"] == Path(target).as_posix()):
+        if path is not None and (path == wanted or data["rel"] == rel):
             return node
-    raise UsageError(f"{target}: not in this surface's closure (give a module name or a file path)")
+    raise UsageError(f"{target}: not in this surface's closure (give a module name, a source file, or a file of the copy)")
 
 
 def shortest_chain(graph: DiGraph, surface: Surface, target: str, root: Path) -> list[str]:
     """`entry`, then one line per hop: `-> module  (file:line:col, kind)`."""
     import networkx as nx
 
-    node = _node_for(graph, target, root)
+    node = _node_for(graph, target, root, surface.dest)
     searched = graph.to_networkx()
     best: list[str] | None = None
     entries = [n for n, d in graph.nodes(data=True) if "entry" in d.get("reasons", ())]

@@ -38,26 +38,38 @@ def interrupted(dest: Path) -> bool:
     return not dest.exists() and bool(leftovers(dest)[1])
 
 
-def recover(dest: Path) -> None:
+def recover(dest: Path) -> list[str]:
     """Roll back a swap that moved the dest aside but never put the new tree in (the old tree comes
-    back), then delete every leftover temporary tree. Run under the surface's lock."""
+    back), then delete every leftover temporary tree. A leftover that cannot be deleted (a file the
+    OS will not let go of) is named in the warnings returned and tried again next run; it never
+    stops a sync, since it lies beside the dest, not in it. Run under the surface's lock."""
     new, old = leftovers(dest)
     if old and not dest.exists():
         newest = max(old, key=lambda p: p.stat().st_mtime)
         os.rename(newest, dest)
         old.remove(newest)
-    for leftover in new + old:
-        remove_tree(leftover)
+    return [w for w in (discard(leftover) for leftover in new + old) if w]
 
 
-def install(tree: Path, dest: Path) -> None:
-    """Make `tree` the dest. The old dest, if any, is exchanged with it in one step and then deleted."""
+def discard(tree: Path) -> str | None:
+    """Delete a temporary tree; None when done, else a warning naming what could not be deleted."""
+    try:
+        remove_tree(tree)
+    except OSError as exc:
+        return (f"{exc.filename or tree}: {exc.strerror or exc}; the leftover copy {tree} could not be deleted "
+                "(the next sync tries again)")
+    return None
+
+
+def install(tree: Path, dest: Path) -> str | None:
+    """Make `tree` the dest. The old dest, if any, is exchanged with it in one step and then deleted;
+    once the new tree is in place the dest is changed, and a failure to delete the old one is only a
+    warning (returned)."""
     if not dest.exists():
         os.rename(tree, dest)
-        return
+        return None
     if _exchange(tree, dest):
-        remove_tree(tree)  # now holds the old dest
-        return
+        return discard(tree)  # now holds the old dest
     old = tree.with_name(old_name(dest) + tree.name.rpartition("-")[2])
     os.rename(dest, old)  # the gap `recover` closes if the process dies here
     try:
@@ -65,7 +77,7 @@ def install(tree: Path, dest: Path) -> None:
     except BaseException:
         os.rename(old, dest)
         raise
-    remove_tree(old)
+    return discard(old)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -198,9 +198,18 @@ def _check_file(reading: Reading, rules: Rules, excluded: Callable[[str], bool],
         for name in (n for n in spelled if n.split(".")[0] in own):
             found.append((line, col, (
                 f"imports {name!r} absolutely, but this copy lives inside package {rules.package!r} "
-                f"(as '{rules.package}.{name.split('.')[0]}'); import it relatively (from . import ...), or it "
-                "finds another copy, or none, at run time")))
+                f"(as '{rules.package}.{name.split('.')[0]}'); import it relatively (from . import ...) or set "
+                "`rewrite-imports = true` for the surface, or it finds another copy, or none, at run time")))
         for name in names:
+            if rules.package and (name == rules.package or name.startswith(rules.package + ".")):
+                # the copy imports itself below the package holding it (rewrite-imports): resolve it in the tree
+                inner = name[len(rules.package) + 1:]
+                message = _missing(inner, lambda n: find(tree_paths, n), lambda n: find(source_paths, n)) if inner else None
+                if message:
+                    found.append((line, col, message.replace(repr(inner), repr(name), 1)))
+                continue
+            if rules.package and rules.package.startswith(name + "."):
+                continue  # `import app._vendor.x` also imports `app`: the package that holds the copy
             top = name.split(".")[0]
             if excluded(name):
                 message = None if lazy else f"imports {name!r} when it loads, and `exclude` leaves it out"
@@ -226,3 +235,23 @@ def _missing(name: str, here_kind, there_kind) -> str | None:
         if here is None:
             return None  # `from pkg import name` where name is an attribute, not a module
     return None
+
+
+def summarized(problems: list[Diagnostic], shown_as: str, package: str | None, keep: int = 3) -> list[Diagnostic]:
+    """`problems`, with the copy's absolute imports of itself (a dest inside a package) told once
+    when there are more than `keep` of them: the cause is where the dest is, not each import."""
+    if package is None:
+        return problems
+    marker = f"but this copy lives inside package {package!r}"
+    own = [p for p in problems if marker in p.message]
+    if len(own) <= keep:
+        return problems
+    files = len({p.path for p in own})
+    first = own[0]
+    summary = Diagnostic(shown_as, 1, 1, (
+        f"{len(own)} imports in {files} files of the copy import its own packages absolutely, but the dest "
+        f"lies inside package {package!r} (a folder above it has an __init__.py), so at run time they would "
+        f"find another copy or none; set `rewrite-imports = true` for the surface (its imports are then "
+        f"rewritten below {package!r}), or make the dest a sys.path root of its own (no __init__.py above it) "
+        f"(first: {first.path}:{first.line}:{first.col})"))
+    return [summary, *(p for p in problems if marker not in p.message)]

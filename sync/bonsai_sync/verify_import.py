@@ -14,10 +14,22 @@ from pathlib import Path
 _PROBE = r"""
 import importlib, json, os, sys
 args = json.loads(sys.argv[1])
-sys.path[:] = [args["tree"], args["third_party"]] + [p for p in sys.path if p and "-packages" not in p]
+package = args["package"]
+sys.path[:] = ([] if package else [args["tree"]]) + [args["third_party"]] + [p for p in sys.path if p and "-packages" not in p]
 tree = os.path.realpath(args["tree"])
+entries = args["entries"]
+if package:  # the copy is `package` (rewrite-imports): stand-ins for the packages above it, the copy inside
+    import types
+    parts = package.split(".")
+    for i in range(1, len(parts) + 1):
+        stand_in = types.ModuleType(".".join(parts[:i]))
+        stand_in.__path__ = [args["tree"]] if i == len(parts) else []
+        sys.modules[stand_in.__name__] = stand_in
+        if i > 1:
+            setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], stand_in)
+    entries = [f"{package}.{entry}" for entry in entries]
 failures = []
-for entry in args["entries"]:
+for entry in entries:
     try:
         importlib.import_module(entry)
     except BaseException as exc:
@@ -69,8 +81,9 @@ def _distribution_files(import_names: tuple[str, ...]) -> tuple[set[Path], list[
 
 
 def import_entries(tree: Path, shown: str, entries: tuple[str, ...], third_party: tuple[str, ...],
-                   first_party: set[str]) -> tuple[list[str], list[str]]:
-    """(failures, warnings) of importing every entry from `tree` in isolation. A declared
+                   first_party: set[str], package: str | None = None) -> tuple[list[str], list[str]]:
+    """(failures, warnings) of importing every entry from `tree` in isolation (as `package.entry`,
+    with `tree` standing for `package`, when the copy's imports were rewritten below it). A declared
     third-party name that is not installed is a warning, and so is an import failing on it."""
     paths, missing = _distribution_files(third_party)
     warnings = [f"{shown}: third-party not installed, so not part of the import check: {', '.join(sorted(missing))}"] if missing else []
@@ -80,7 +93,8 @@ def import_entries(tree: Path, shown: str, entries: tuple[str, ...], third_party
             if path.exists() and not link.exists():
                 link.symlink_to(path)
         args = {"tree": str(tree), "third_party": folder, "entries": list(entries),
-                "first_party": sorted(set(first_party) - set(third_party)), "missing": sorted(missing)}
+                "first_party": sorted(set(first_party) - set(third_party)), "missing": sorted(missing),
+                "package": package}
         proc = subprocess.run(
             [sys.executable, "-I", "-S", "-B", "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300
         )

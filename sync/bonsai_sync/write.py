@@ -12,6 +12,7 @@ from .errors import FatalError
 from .fsutil import remove_tree
 from .lock import LOCK_NAME
 from .plan import Plan
+from .rewrite import rewrite_imports, tops_of
 from .swap import new_name
 
 # errors that say the file system (or the OS) makes no hard links at all
@@ -33,6 +34,7 @@ def stage(root: Path, plan: Plan, lock_text: str, keep: frozenset[str] = frozens
     tree = Path(tempfile.mkdtemp(prefix=new_name(dest), dir=dest.parent))
     folders = {tree}
     linking = bool(keep)
+    tops = tops_of(f.rel for f in plan.files if f.kind in ("module", "compiled"))
     try:
         for planned in plan.files:
             target = tree / planned.rel
@@ -46,6 +48,8 @@ def stage(root: Path, plan: Plan, lock_text: str, keep: frozenset[str] = frozens
                 except OSError as exc:
                     linking = exc.errno not in _NO_LINKS  # no links here at all: copy the rest too
             data = (root / planned.source).read_bytes()
+            if planned.rewrite:
+                data = rewrite_imports(data, tops, planned.rewrite, planned.source)
             if hashlib.sha256(data).hexdigest() != planned.sha256:
                 raise FatalError(f"{planned.source}: changed while syncing; run `bonsai-sync sync` again")
             target.write_bytes(data)

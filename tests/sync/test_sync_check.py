@@ -23,7 +23,7 @@ def test_each_kind_of_staleness_is_named(synced_leaf):
     assert result.stdout == (
         "out/leaf/app/deep/sibling.py: missing\n"
         "out/leaf/app/helpers.py: changed upstream\n"
-        "out/leaf/app/stray.py: extra (not needed by the closure)\n"
+        "out/leaf/app/stray.py: not written by bonsai-sync (not in bonsai-sync.lock)\n"
         "out/leaf/app/util.py: edited by hand in the surface (differs from bonsai-sync.lock)\n"
     )
     assert result.stderr == "leaf: out/leaf: stale (4 file(s)); run `bonsai-sync sync`\n"
@@ -76,7 +76,7 @@ def test_check_from_a_real_subprocess_exits_1(synced_leaf):
 
 def test_check_surface_interface_for_other_tools(synced_leaf):
     from bonsai_sync.config import load
-    from bonsai_sync.freshness import check_surface
+    from bonsai_sync.pipeline import check_surface
 
     repo = synced_leaf
     config = load(repo.root)

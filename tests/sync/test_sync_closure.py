@@ -81,12 +81,16 @@ def test_copies_are_byte_identical_and_locked(scenario):
     assert not (repo.root / "out/vendor").exists()  # --surface limits the run
 
 
-def test_second_sync_is_unchanged_and_stale_files_are_removed(scenario):
+def test_second_sync_is_unchanged_and_a_file_it_did_not_write_goes_only_when_told(scenario):
     repo = scenario("closure")
     repo.run("sync", "--surface", "leaf")
     repo.write("out/leaf/app/old_module.py", "")
-    result = repo.run("sync", "--surface", "leaf")
-    assert result.output == f"leaf: out/leaf: wrote 0, removed 1, unchanged {len(LEAF) - 1}\n"
+    assert repo.run("sync", "--surface", "leaf").exit_code == 1
+    assert (repo.root / "out/leaf/app/old_module.py").is_file()
+    result = repo.run("sync", "--surface", "leaf", "--delete-foreign")
+    assert result.output == ("out/leaf/app/old_module.py: deleted (not written by bonsai-sync)\n"
+                             f"leaf: out/leaf: wrote 0, removed 0, delete 1 not written by bonsai-sync, "
+                             f"unchanged {len(LEAF) - 1}\n")
     assert repo.listing("out/leaf") == LEAF
     assert repo.run("sync", "--surface", "leaf").output == f"leaf: out/leaf: wrote 0, removed 0, unchanged {len(LEAF) - 1}\n"
 
@@ -118,7 +122,8 @@ def test_why_for_a_module_outside_the_closure_is_a_usage_error(scenario):
     result = scenario("closure").run("why", "app", "app.unused")
     assert result.exit_code == 2
     assert result.output == (
-        "bonsai-sync: error: app.unused: not in this surface's closure (give a module name or a file path)\n"
+        "bonsai-sync: error: app.unused: not in this surface's closure (give a module name, a source file, or a file of "
+        "the copy)\n"
     )
 
 

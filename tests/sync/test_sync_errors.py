@@ -13,7 +13,8 @@ UNRESOLVED = (
     "src/app/main.py:10:5: cannot import 'yaml': not first-party, not stdlib, and not in `third-party` of "
     "[tool.bonsai-sync.surfaces.app]; declare it there or fix the import\n"
 )
-HIDDEN = "declare its targets in this surface's `hidden-imports`"
+HIDDEN = ("declare its targets in `hidden-imports` of surface 'app' (a \"path.py:LINE\" = [...] entry answers this "
+          "site alone; [] when it needs nothing copied)")
 PLUGINS = "(its targets start with 'app.plugins.')"
 DYNAMIC = (
     f"src/app/main.py:10:5: cannot follow import_module() of a non-literal name; {HIDDEN}\n"
@@ -89,8 +90,9 @@ CONFIG_ERRORS = [
     (
         'entry = ["app.main"]',
         'entri = ["app.main"]',
-        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: compiled, data, "
-        "dest, entry, exclude, hidden-imports, python, stubs, third-party)",
+        "pyproject.toml:10:1: [tool.bonsai-sync.surfaces.app] entri: unknown key 'entri' (known keys: bundle, "
+        "bundle-project, compiled, data, dest, entry, exclude, hidden-imports, python, rewrite-imports, stubs, "
+        "third-party)",
     ),
     (
         'source = ["src", "lib"]',

@@ -32,8 +32,17 @@ def test_a_required_import_of_an_excluded_module_is_an_error_at_its_site(make_re
     repo = make_repo({**FILES, "src/app/main.py": "import os\nimport fancy.deep\n"}, 'exclude = ["fancy"]\n')
     result = repo.run("sync")
     assert (result.exit_code, result.stderr) == (3, (
-        "src/app/main.py:2:1: imports 'fancy.deep', which `exclude` leaves out ('fancy'); make the import optional "
-        "(try/except ImportError, or inside a function) or drop the pattern\n"))
+        "src/app/main.py:2:1: imports 'fancy.deep', which `exclude` leaves out ('fancy'); drop the pattern, or make "
+        "the import optional (try/except ImportError, or inside a function)\n"))
+
+
+def test_an_excluded_module_imported_by_a_module_below_the_entry_suggests_excluding_that_module(make_repo):
+    repo = make_repo({**FILES, "src/app/main.py": "from . import extra\n", "src/app/extra.py": "import fancy\n"},
+                     'exclude = ["fancy"]\n')
+    result = repo.run("sync")
+    assert (result.exit_code, result.stderr) == (3, (
+        "src/app/extra.py:1:1: imports 'fancy', which `exclude` leaves out ('fancy'); exclude 'app.extra' too, drop "
+        "the pattern, or make the import optional (try/except ImportError, or inside a function)\n"))
 
 
 def test_a_declared_third_party_name_is_not_copied_from_a_source_root(make_repo):

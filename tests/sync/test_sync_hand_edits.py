@@ -41,19 +41,20 @@ def test_dry_run_lists_every_file_it_would_write_remove_or_refuse(synced_leaf):
     repo.write("src/app/helpers.py", '"""Changed upstream."""\n')
     before = repo.listing("out/leaf")
     result = repo.run("sync", "--surface", "leaf", "--dry-run")
-    assert (result.exit_code, result.stdout) == (0, (
+    assert (result.exit_code, result.stdout) == (1, (
         "out/leaf/app/helpers.py: would write (changed upstream)\n"
-        "out/leaf/app/stray.py: would remove (extra (not needed by the closure))\n"
+        "out/leaf/app/stray.py: would refuse (not written by bonsai-sync (not in bonsai-sync.lock))\n"
         f"out/leaf/app/util.py: would refuse ({EDITED})\n"
-        "leaf: out/leaf: would write 1, would remove 1, would refuse 1, unchanged 5\n"))
+        "leaf: out/leaf: would write 1, would remove 0, would refuse 2, unchanged 5\n"))
+    assert result.stderr == repo.run("sync", "--surface", "leaf").stderr  # the very refusal of the real sync
     assert repo.listing("out/leaf") == before
 
 
-def test_build_without_arguments_refuses_a_hand_edit(synced_leaf):
+def test_build_without_a_bundle_kind_touches_no_hand_edit(synced_leaf):
     repo = synced_leaf
     repo.write("out/leaf/app/util.py", "# patched by hand\n")
     result = repo.run("build")
-    assert result.exit_code == 1
-    assert f"out/leaf/app/util.py: {EDITED}" in result.stderr
+    assert result.exit_code == 2
+    assert "no bundle kind for surface(s) app, leaf" in result.stderr
     assert repo.read("out/leaf/app/util.py") == "# patched by hand\n"
 

@@ -3,7 +3,8 @@ it matches; an unanswered site and an unused hint stay errors."""
 
 from __future__ import annotations
 
-HIDDEN = "declare its targets in this surface's `hidden-imports`"
+HIDDEN = ("declare its targets in `hidden-imports` of surface 'app' (a \"path.py:LINE\" = [...] entry answers this "
+          "site alone; [] when it needs nothing copied)")
 SITE_11 = ("src/app/main.py:11:5: cannot follow import_module() of a non-literal name (its targets start with "
            f"'app.plugins.'); {HIDDEN}")
 SITE_13 = ("src/app/main.py:13:17: cannot follow pkgutil.iter_modules() plugin loop (its targets start with "
@@ -69,3 +70,27 @@ def test_patterns_under_the_star_key_match_by_target_like_the_list_form(scenario
     repo.edit_config('hidden-imports = ["app.plugins.**"]', 'hidden-imports = { "*" = ["app.plugins.**"] }')
     assert repo.run("sync").stdout == f"app: out/vendor: wrote 0, removed 0, unchanged {len(listed) - 1}\n"
     assert "app/plugins/deeper/c.py" in listed
+
+
+LOADER = {
+    "src/app/main.py": "import core\n",
+    "src/core/__init__.py": "import loader\n\nloader.attach(__name__, ['fast'])\n",
+    "src/core/fast.py": "X = 1\n",
+    "src/loader/__init__.py": ("import importlib\n\n\ndef attach(package, names):\n    for name in names:\n"
+                               "        importlib.import_module(f'{package}.{name}')\n"),
+}
+
+
+def test_a_pattern_for_another_packages_loader_is_refused_with_the_per_site_form_that_answers_it(make_repo):
+    repo = make_repo(LOADER, 'hidden-imports = ["core.fast"]\n')
+    result = repo.run("sync")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == (
+        "pyproject.toml:7:1: [tool.bonsai-sync.surfaces.app] hidden-imports: 'core.fast' answers no dynamic import "
+        "in the closure; remove it, or name the module as an `entry` if nothing imports it by name; a site whose "
+        "targets have no known start (such as src/loader/__init__.py:6) is answered by naming it: "
+        "[tool.bonsai-sync.surfaces.app.hidden-imports] \"src/loader/__init__.py:6\" = ['core.fast']")
+    repo.edit_config('hidden-imports = ["core.fast"]', 'hidden-imports = {"src/loader/__init__.py:6" = ["core.fast"]}')
+    fixed = repo.run("sync")
+    assert fixed.exit_code == 0, fixed.output
+    assert "core/fast.py" in repo.listing("out/vendor")

@@ -58,7 +58,8 @@ def test_an_immutable_destination_is_refused_in_one_line(scenario):
 
 @pytest.mark.parametrize(("path", "message"), [
     ("out", "out: is a file, and the dest out/vendor needs a folder there"),
-    ("out/vendor", "out/vendor: exists and is not a directory; bonsai-sync only replaces a folder it wrote"),
+    ("out/vendor", "out/vendor: is a file, not a folder; the dest of surface 'app' is a folder that bonsai-sync "
+                   "alone writes: move the file away, or set `dest` to another path"),
 ])
 def test_a_file_where_the_dest_or_its_parent_should_be_is_refused_not_moved_aside(scenario, path, message):
     repo = scenario("verify")

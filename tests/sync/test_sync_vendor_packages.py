@@ -15,7 +15,9 @@ import pytest
 
 # The README's "Vendoring real packages" table, verbatim.
 CASES = {
-    "yaml": (["PyYAML"], 'entry = ["yaml"]\n', """
+    "yaml": (["PyYAML"], (
+        'entry = ["yaml"]\n'  # its constructor imports the modules a document names: nothing to copy
+        'hidden-imports = {"yaml/constructor.py:534" = [], "yaml/constructor.py:554" = []}\n'), """
 import yaml
 assert yaml.__with_libyaml__, "the compiled _yaml did not load"
 assert yaml.load("a: [1, 2]", Loader=yaml.CSafeLoader) == {"a": [1, 2]}
@@ -39,7 +41,7 @@ assert os.path.isfile(requests.certs.where())
 assert requests.compat.chardet.__name__ == "charset_normalizer"
 """),
     "pydantic": (["pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection"], (
-        'entry = ["pydantic"]\nhidden-imports = ["pydantic.*"]\nexclude = ["rich", "pydantic.mypy"]\n'), """
+        'entry = ["pydantic"]\nhidden-imports = ["pydantic.*", "pydantic.deprecated.*"]\nexclude = ["rich", "pydantic.mypy"]\n'), """
 import pydantic, pydantic_core
 class User(pydantic.BaseModel):
     name: str
@@ -57,10 +59,14 @@ else:
 COMPILED = {"yaml": ["yaml/_yaml"], "jinja2": ["markupsafe/_speedups"], "requests": ["charset_normalizer/md"],
             "pydantic": ["pydantic_core/_pydantic_core"]}
 USE = """
-import importlib.metadata, os, sys
+import importlib, importlib.metadata, os, sys
 tree = sys.argv[1]
 sys.path[:] = [tree] + [p for p in sys.path if "-packages" not in p]
 {code}
+for top in sys.argv[3:]:  # every public name of each entry package, lazy ones (module __getattr__) included
+    package = importlib.import_module(top)
+    for public in getattr(package, "__all__", [n for n in dir(package) if not n.startswith("_")]):
+        getattr(package, public)
 for name, module in list(sys.modules.items()):
     file = getattr(module, "__file__", None) or ""
     assert not file or not "-packages" in file, f"{{name}} came from {{file}}"
@@ -92,7 +98,8 @@ def test_a_real_package_runs_from_its_copy_alone(repo_at, tmp_path, case):
     result = repo.run("sync", "--verify-import")
     assert (result.exit_code, result.stderr) == (0, ""), result.stderr
     dest = root / "out/vendor"
-    proc = subprocess.run([sys.executable, "-I", "-S", "-c", USE.format(code=code), str(dest), dists[0]],
+    entries = tomllib.loads(table)["entry"]
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", USE.format(code=code), str(dest), dists[0], *entries],
                           capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout == f"{metadata.version(dists[0])}\n"  # METADATA travelled with the copy

@@ -144,7 +144,8 @@ def test_a_copy_inside_a_package_must_not_import_itself_absolutely(scenario):
                                   'import importlib\nimportlib.import_module("app.helper")\n')
     result = repo.run("--no-cache", "sync")
     hint = ("absolutely, but this copy lives inside package 'pkg._vendor' (as 'pkg._vendor.app'); import it "
-            "relatively (from . import ...), or it finds another copy, or none, at run time")
+            "relatively (from . import ...) or set `rewrite-imports = true` for the surface, or it finds another "
+            "copy, or none, at run time")
     assert (result.exit_code, result.stderr) == (3, "".join(
         f"out/pkg/_vendor/app/main.py:{line}:1: imports {name!r} {hint}\n"
         for line, name in ((3, "app.helper"), (4, "app"), (6, "app.helper"))))

@@ -46,20 +46,21 @@ def surface_dir(repo_root: Path) -> Path:
     return Path(repo_root) / "surfaces" / "extension"
 
 
-def default_pyodide_dir(repo_root: Path) -> Path:
-    """$BONSAI_PYODIDE_DIR, else the npm cache fetch_pyodide.sh fills."""
+def default_pyodide_dir(repo_root: Path, project_dir: Path | None = None) -> Path:
+    """$BONSAI_PYODIDE_DIR, else the npm cache fetch_pyodide.sh fills (in the extension's folder)."""
     env = os.environ.get("BONSAI_PYODIDE_DIR")
-    return Path(env) if env else surface_dir(repo_root) / ".cache" / "node_modules" / "pyodide"
+    folder = project_dir if project_dir is not None else surface_dir(repo_root)
+    return Path(env) if env else Path(folder) / ".cache" / "node_modules" / "pyodide"
 
 
 def collect(repo_root: Path, *, pyodide_dir: Path | None = None, closure_dir: Path | None = None,
-            third_party: tuple[str, ...] | None = None) -> dict[str, Path]:
+            third_party: tuple[str, ...] | None = None, project_dir: Path | None = None) -> dict[str, Path]:
     """Every archive name -> source file, checked to exist; raises UsageError naming what is missing.
 
     `third_party`: the import names the closure may use (default: the extension's in pyproject.toml).
     """
-    surface = surface_dir(repo_root)
-    pyodide_dir = Path(pyodide_dir) if pyodide_dir is not None else default_pyodide_dir(repo_root)
+    surface = Path(project_dir) if project_dir is not None else surface_dir(repo_root)
+    pyodide_dir = Path(pyodide_dir) if pyodide_dir is not None else default_pyodide_dir(repo_root, surface)
     closure_dir = Path(closure_dir) if closure_dir is not None else surface / "vendor"
     if third_party is None:
         third_party = load_config(Path(repo_root)).surface("extension").third_party
@@ -100,9 +101,11 @@ def _files(root: Path, suffixes: tuple[str, ...] | None) -> dict[str, Path]:
 
 
 def build_extension(repo_root: Path, dist_dir: Path, *, pyodide_dir: Path | None = None,
-                    closure_dir: Path | None = None, third_party: tuple[str, ...] | None = None) -> Path:
+                    closure_dir: Path | None = None, third_party: tuple[str, ...] | None = None,
+                    project_dir: Path | None = None) -> Path:
     """Write `dist_dir/bonsai-extension.zip` reproducibly and return its path."""
-    entries = collect(Path(repo_root), pyodide_dir=pyodide_dir, closure_dir=closure_dir, third_party=third_party)
+    entries = collect(Path(repo_root), pyodide_dir=pyodide_dir, closure_dir=closure_dir, third_party=third_party,
+                      project_dir=project_dir)
     listing = sorted(name.removeprefix("python/") for name in entries if name.startswith("python/"))
     dist_dir = Path(dist_dir)
     dist_dir.mkdir(parents=True, exist_ok=True)

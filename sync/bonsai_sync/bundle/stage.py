@@ -80,5 +80,6 @@ def publish(built: Path, dist: Path) -> Path:
     target = dist / built.name
     tmp = target.with_name(target.name + ".tmp")
     shutil.copyfile(built, tmp)
+    shutil.copymode(built, tmp)  # a zipapp stays executable
     tmp.replace(target)
     return target

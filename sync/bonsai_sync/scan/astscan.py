@@ -10,8 +10,9 @@ from typing import Any
 
 from ..facts import Facts, ImportFact
 from .astnodes import Fallback, int_of, ints_of, names_of, qualname, string_list
+from .opens import opens_names
 from .vcompare import settle
-from .walker import _HINTS, _IMPORT_ERRORS, _OPEN_HINTS, _Ctx
+from .walker import _HINTS, _IMPORT_ERRORS, _Ctx
 
 # deeper trees go to libcst, which then fails or not exactly as it always did (it recurses per level)
 MAX_DEPTH = 100
@@ -37,7 +38,7 @@ def scan_ast(text: str, target: tuple[int, int]) -> Facts | None:
     except Fallback:
         return None
     return Facts(imports=tuple(walker.imports), all_names=walker.all_names, bindings=frozenset(walker.bindings),
-                 open_names="__getattr__" in walker.bindings or any(h in text for h in _OPEN_HINTS))
+                 open_names="__getattr__" in walker.bindings or opens_names(text, tree))
 
 
 def _depth(tree: ast.AST) -> int:

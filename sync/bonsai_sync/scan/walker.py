@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..facts import DynamicSite, Facts, ImportFact, Problem, ResourceFact
+from .opens import opens_names
 from .syntax import cpython_syntax_error
 
 # Only files mentioning one of these can hold a dynamic import or a resource path; the others
 # are walked statement by statement, which is far cheaper than visiting every expression.
 _HINTS = ("import_module", "__import__", "importlib", "iter_modules", "walk_packages", "__file__", "resources")
-_OPEN_HINTS = ("globals()", "locals()", "vars()", "sys.modules[")
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 TARGET = (sys.version_info[0], sys.version_info[1])
 _RECURSION = 12_000
@@ -62,7 +62,7 @@ def scan(text: str, target: tuple[int, int] = TARGET) -> Facts:
         dynamic=tuple(f for f in made if isinstance(f, DynamicSite)),
         all_names=walker.all_names,
         bindings=frozenset(walker.bindings),
-        open_names="__getattr__" in walker.bindings or any(h in text for h in _OPEN_HINTS),
+        open_names="__getattr__" in walker.bindings or opens_names(text),
     )
 
 

@@ -19,7 +19,7 @@ def run_bundle(bundle: Path, python: Path, workdir: Path, *args: str, timeout: f
     workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / bundle.name
     shutil.copyfile(bundle, copy)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "SHIV_ROOT": str(workdir / "shiv"),
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "BONSAI_BUNDLE_CACHE": str(workdir / "cache"),
            "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
     return subprocess.run([str(python), "-I", copy.name, *args], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -28,19 +28,19 @@ def run_bundle(bundle: Path, python: Path, workdir: Path, *args: str, timeout: f
 def test_the_bundle_is_one_file_named_for_its_python_and_platform(os_bundle):
     assert os_bundle.is_file() and os_bundle.suffix == ".pyz"
     assert os_bundle.name.startswith("bonsai-os-0.1.0-cp3") and "linux" in os_bundle.name
-    assert os_bundle.read_bytes()[:2] == b"#!"
+    assert os_bundle.read_bytes()[:23] == b"#!/usr/bin/env python3\n" and os.access(os_bundle, os.X_OK)
 
 
 def test_the_bundle_alone_starts_with_a_fresh_interpreter(os_bundle, bare_python, tmp_path):
     done = run_bundle(os_bundle, bare_python, tmp_path, "--version")
     assert (done.returncode, done.stdout.strip()) == (0, "bonsai-os 0.1.0"), done.stderr
     done = run_bundle(os_bundle, bare_python, tmp_path, "--help")
-    assert done.returncode == 0 and "Exit codes" in done.stdout
+    assert done.returncode == 0 and "Exit codes" in " ".join(done.stdout.split())
 
 
 def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(os_bundle, bare_python, tmp_path):
-    assert run_bundle(os_bundle, bare_python, tmp_path, "--version").returncode == 0  # unpacks into SHIV_ROOT
-    (site,) = (tmp_path / "shiv").glob("*/site-packages")
+    assert run_bundle(os_bundle, bare_python, tmp_path, "--version").returncode == 0  # unpacks into BONSAI_BUNDLE_CACHE
+    (site,) = (tmp_path / "cache").glob("*/site-packages")
     probe = (f"import sys; sys.path.insert(0, {str(site)!r})\n"
              "import bonsai_os, numpy, wgpu, jinja2\n"
              "import bonsai_os._vendor.bonsai as bonsai, bonsai_os._vendor.bonsai.engine, bonsai_os._vendor.bonsai.tokenizer.chat_template\n"
@@ -52,6 +52,8 @@ def test_the_bundle_carries_the_runtime_its_compiled_deps_and_the_default_model(
     paths = done.stdout.split()
     assert all(p.startswith(str(site)) for p in paths), paths
     assert paths[-1].endswith("bonsai_os/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    notice = (site / "bonsai_os" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf.LICENSE.txt").read_text()
+    assert "licence: Apache-2.0" in notice and "sha256 b179c952" in notice
     assert not [p.name for p in site.iterdir() if p.name.startswith(("llm", "llama_cpp"))]
     assert not (site / "bonsai").exists()  # the runtime only inside bonsai_os: no overlap with `bonsai`
 
@@ -98,7 +100,7 @@ def test_an_app_import_of_the_top_level_runtime_stops_the_build(os_repo, tmp_pat
     session.write_text(session.read_text().replace("from ._vendor.bonsai.errors", "from bonsai.errors"))
     with pytest.raises(BuildError) as info:
         check_app_imports(repo, src, src / "bonsai_os" / "_vendor", "os")
-    assert str(info.value).startswith("surfaces/os/src/bonsai_os/session.py:15: imports bonsai.errors, the runtime "
+    assert str(info.value).startswith("surfaces/os/src/bonsai_os/session.py:17: imports bonsai.errors, the runtime "
                                       "distribution, not the surface's copy")
 
 
@@ -116,10 +118,14 @@ def test_a_copy_outside_the_apps_package_stops_the_build(os_repo, tmp_path):
 
 
 def test_a_surface_without_a_bundle_is_a_usage_error(os_repo):
+    from dataclasses import replace
+
     from bonsai_sync.errors import UsageError
 
-    with pytest.raises(UsageError, match="buildable: extension, os, tenant"):
-        build_surface(config(os_repo), "extension-nope", "/nonexistent")
+    real = config(os_repo)
+    unbundled = replace(real, surfaces=tuple(replace(s, bundle="") for s in real.surfaces))
+    with pytest.raises(UsageError, match="surface 'os' declares no bundle kind; add `bundle = \"zipapp\"`"):
+        build_surface(unbundled, "os", "/nonexistent")
 
 
 @pytest.mark.slow

@@ -106,3 +106,48 @@ def test_constrained_decoding_hands_the_engine_a_processor():
     loaded, generate = model("plain")
     assert Session(loaded, ToolRegistry(), constrained=True).ask("hi") == "plain"  # no tools: nothing to constrain
     assert generate.processors == [None]
+
+
+def limited(max_positions: int, *replies: str) -> tuple[LoadedModel, Scripted]:
+    generate = Scripted(*replies)
+    return LoadedModel(generate, CharTokenizer(), ToolPrompt(render, ""), max_positions), generate
+
+
+def test_a_chat_longer_than_the_context_drops_its_oldest_turns_and_keeps_going():
+    # one position per character: "<user>q1<assistant>a1" is 21 per turn; 10 kept free for the reply
+    loaded, generate = limited(100, *[f"a{i}" for i in range(1, 9)])
+    session = Session(loaded, ToolRegistry(), constrained=False, reply_room=10)
+    for i in range(1, 9):
+        assert session.ask(f"q{i}") == f"a{i}"
+        assert len(generate.prompts[-1]) + 10 <= 100, generate.prompts[-1]
+    assert session.dropped_turns > 0
+    last = generate.prompts[-1]
+    assert last.endswith("<user>q8<assistant>") and "<user>q1<" not in last and "<user>q7<assistant>a7" in last
+    # every kept turn is whole: a user message and its answer
+    assert [m["role"] for m in session.messages][::2] == ["user"] * (len(session.messages) // 2)
+
+
+def test_system_messages_stay_when_turns_are_dropped():
+    loaded, generate = limited(90, *[f"a{i}" for i in range(1, 6)])
+    session = Session(loaded, ToolRegistry(), constrained=False, reply_room=10)
+    session.messages = [{"role": "system", "content": "be brief"}]
+    for i in range(1, 6):
+        session.ask(f"q{i}")
+    assert generate.prompts[-1].startswith("<system>be brief<user>") and session.dropped_turns > 0
+
+
+def test_a_question_that_cannot_fit_is_refused_before_any_work_with_the_numbers():
+    loaded, generate = limited(60, "never")
+    session = Session(loaded, ToolRegistry(), constrained=False, reply_room=10)
+    with pytest.raises(BonsaiError, match=r"takes 64 positions .* reply 10 more .* context holds 60"):
+        session.ask("x" * 47)
+    assert generate.prompts == [] and session.messages == []
+
+
+def test_the_reason_a_reply_ended_is_the_generate_functions():
+    loaded, generate = model("cut")
+    session = Session(loaded, ToolRegistry(), constrained=False)
+    assert session.finish is None
+    generate.finish = "length"
+    session.ask("?")
+    assert session.finish == "length"

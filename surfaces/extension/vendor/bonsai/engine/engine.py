@@ -189,7 +189,7 @@ class Engine:
         kept (decoded ahead inside a block, or in the block in flight)."""
         unused = len(ahead) + (blocks.close() if blocks is not None else 0)
         if unused:
-            self.rewind(self.pos - unused)
+            self.rewind(self.exact_prefix(self.pos - unused))
 
     # ---- verbs ---------------------------------------------------------------------------
     def reset(self) -> None:
@@ -201,15 +201,31 @@ class Engine:
         self.pos = min(pos, self.pos)
         del self.fed[self.pos :]
 
-    def continue_with(self, ids: list[int]) -> list[int]:
-        """Rewind to the longest common prefix of `ids` and what was fed; return the ids left to feed.
+    def exact_prefix(self, pos: int) -> int:
+        """The longest prefix [0, p), p <= pos, that the cache holds as a fresh engine fed it would.
 
-        At least one token is always left, so a prompt that was fully fed is re-fed from its last token.
+        In a grouped-K mode a group is quantised once its last position is fed; a fresh engine holds the
+        positions of a group still filling in f32. Keeping part of a quantised group would leave its rows as
+        their 4-bit decoding, so the tokens that follow would differ from a fresh run's: a rewind into such
+        a group goes back to its start (at most a group's positions are fed again).
+        """
+        pos = min(pos, self.pos)
+        layout = getattr(self.cache, "layout", None)
+        if layout is None or not layout.mode.grouped:
+            return pos
+        g0 = pos - pos % layout.group
+        return g0 if pos > g0 and self.pos >= g0 + layout.group else pos
+
+    def continue_with(self, ids: list[int]) -> list[int]:
+        """Rewind to the longest common prefix of `ids` and what was fed (`exact_prefix` of it); return the
+        ids left to feed. At least one token is always left, so a prompt that was fully fed is re-fed from its
+        last token. What follows is the same as a fresh engine's, bit for bit, in every KV mode.
         """
         n = 0
         limit = min(len(ids), len(self.fed), len(ids) - 1)
         while n < limit and ids[n] == self.fed[n]:
             n += 1
+        n = self.exact_prefix(n)
         self.rewind(n)
         return ids[n:]
 

@@ -83,8 +83,9 @@ class Gpu(Reads):
         except Exception as exc:  # wgpu raises plain RuntimeError when no adapter exists
             adapter, cause = None, exc
         if adapter is None:
+            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
             raise GpuUnavailableError(
-                "no GPU adapter found; on a machine without a GPU install lavapipe "
+                f"no GPU adapter found{why}; on a machine without a GPU install lavapipe "
                 "(apt-get install mesa-vulkan-drivers libvulkan1)"
             ) from cause
         limits = adapter.limits

@@ -1,0 +1,107 @@
+"""The chat on a real terminal (a pty): Ctrl-C stops only the reply, the slash commands, Ctrl-D and /bye."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[2] / "surfaces" / "os" / "src"
+SCRIPT = """
+import sys
+from bonsai_os._vendor.bonsai.toolcall import builtin_registry
+from bonsai_os.repl import StopFlag, repl
+from bonsai_os.session import Session
+from slow_model import slow_model
+stop = StopFlag()
+session = Session(slow_model(stop), builtin_registry("calculator"), constrained=False)
+sys.exit(repl(session, stop, max_tokens=64, interactive=True))
+"""
+
+
+class Terminal:
+    """The child's terminal: what it printed so far, and keys typed into it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.seen = fd, ""
+
+    def expect(self, text: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{text!r} did not appear; the terminal shows:\n{self.seen}")
+            if select.select([self.fd], [], [], left)[0]:
+                try:
+                    self.seen += os.read(self.fd, 4096).decode(errors="replace")
+                except OSError:  # the child closed the terminal
+                    break
+        assert text in self.seen, self.seen
+        self.seen = self.seen[self.seen.index(text) + len(text):]
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pty")
+def test_ctrl_c_stops_the_reply_and_the_chat_goes_on_with_its_history():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]), "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the chat, with the pty as its controlling terminal
+        os.execve(sys.executable, [sys.executable, "-c", SCRIPT], env)
+    term = Terminal(fd)
+    try:
+        term.expect("> ")
+        term.type("hello\r")
+        term.expect("turns=1")
+        term.type("slow\r")
+        term.expect("xxxxx")
+        term.type("\x03")  # Ctrl-C while the reply streams
+        term.expect("[stopped]")
+        term.type("again\r")
+        term.expect("turns=2")  # hello and again: the stopped turn is not in the history
+        term.type("/tools\r")
+        term.expect("tools: calculator")
+        term.type("/clear\r")
+        term.expect("[conversation cleared]")
+        term.type("fresh\r")
+        term.expect("turns=1")
+        term.expect("> ")
+        term.type("\x03")  # Ctrl-C at the prompt clears the line, the chat stays
+        term.expect("Ctrl-D or /bye to leave")
+        term.type("still here\r")
+        term.expect("turns=2")
+        term.type("/bye\r")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def test_ctrl_d_leaves_with_exit_0():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]), "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-c", SCRIPT], env)
+    term = Terminal(fd)
+    try:
+        term.expect("> ")
+        term.type("\x04")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
