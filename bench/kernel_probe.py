@@ -3,8 +3,8 @@
 Prefills a context, decodes a few greedy steps on the GPU-resident loop so the step is taped, then for
 every distinct (kernel, bindings, workgroups) of the tape records it `--reps` times into one compute
 pass and times submit-to-idle: the GPU microseconds per dispatch of that kind, barriers included (the CPU
-time wgpu-core takes to encode the pass when it is finished, before the submit, is timed apart: until
-session 21 it was inside the GPU figure). The
+time wgpu-core takes to encode the pass when it is finished, before the submit, is timed apart, not
+counted in the GPU figure). The
 whole tape replayed `--reps` times gives the step's own GPU time, and the Python time to replay it.
 With --prefill T the step is a T-token prefill batch at position 0 instead (--old-prefill: with the old
 matvec rather than the tiled matmul). Prints a table and writes JSON.

@@ -33,7 +33,7 @@ def bench_attention(gpu: Gpu, a: argparse.Namespace, mode: str, placement: str, 
     cache; other windows are streamed in from the host master)."""
     rng = np.random.default_rng(0)
     probe = KVCache(gpu, a.layers, a.kv_heads, a.head_dim, a.context, mode=mode, window=window)
-    n_slots = max(1, int(probe.n_windows * a.layers * a.budget_frac))
+    n_slots = max(1, int(probe.layout.n_windows * a.layers * a.budget_frac))
     budget = None if placement == "resident" else n_slots * probe.slot_bytes
     cache = KVCache(gpu, a.layers, a.kv_heads, a.head_dim, a.context, mode=mode, window=window, vram_budget=budget,
                     **({"variant": variant} if variant != "auto" else {}))

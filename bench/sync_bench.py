@@ -8,7 +8,7 @@ package that is not installed is skipped, nothing is downloaded. Every figure is
 process, the best of N runs by wall clock, with its CPU (user+sys of the process and of the workers
 it reaped; the machine may be shared) and, for a cold sync, the peak resident memory of the main
 process and of its largest worker. bonsai_sync is byte-compiled first, as an installed package is.
-grimp's `build_graph` and a bare libcst parse of the same files run in the same session, so the
+grimp's `build_graph` and a bare libcst parse of the same files are timed in the same run, so the
 ratios compare figures taken side by side. Prints a Markdown table and writes JSON (default
 bench/results/sync_bench.json).
 """

@@ -17,7 +17,7 @@ def _in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def gpu():
-    """The session's `bonsai.gpu.Gpu`: lavapipe here and in CI, a real GPU elsewhere.
+    """The test run's shared `bonsai.gpu.Gpu`: lavapipe here and in CI, a real GPU elsewhere.
 
     In CI a missing adapter fails the test (lavapipe is always installed there); elsewhere it skips.
     """

@@ -4,7 +4,7 @@ A block is `Engine.resident_steps` decode steps recorded back to back: each step
 step's argmax left on the GPU and parks its KV rows there (`KVCache.park`); one readback at the end brings
 the block's ids and rows to the host. With `Engine.blocks_ahead` = 1 the next block is recorded and
 submitted before that readback is waited for, so the GPU is not idle while the host maps the read, commits
-the rows to its master and streams the tokens (bench/NOTES.md, session 20). A stop inside a block then
+the rows to its master and streams the tokens (bench/NOTES.md, commit c0f6f87). A stop inside a block then
 costs up to one block more of wasted steps, which the engine rewinds exactly as it rewinds the rest of a
 block; so CPU adapters, whose "GPU" is the same cores, default to 0.
 """
@@ -15,12 +15,34 @@ import struct
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-from .recovery import is_device_lost
+from ..gpu.backend import GpuBackend
+from ..kv.api import KVCacheAPI
+from .forward import GpuModel
+from .recovery import LossWatch, is_device_lost
 
-if TYPE_CHECKING:
-    from .engine import Engine
+T = TypeVar("T")
+
+
+class BlockHost(Protocol):
+    """What a run of resident blocks needs of the engine that owns it (`Engine` is one)."""
+
+    gpu: GpuBackend
+    cache: KVCacheAPI
+    model: GpuModel
+    pos: int
+    fed: list[int]
+    resident_steps: int
+    blocks_ahead: int
+    max_positions: int
+    _watch: LossWatch
+
+    def rewind(self, pos: int) -> None: ...
+
+    def recover(self) -> float: ...
+
+    def with_recovery(self, run: Callable[[], T], after: Callable[[], None] | None = None) -> T: ...
 
 
 @dataclass
@@ -39,7 +61,7 @@ class ResidentBlocks:
     caller ends the run with `close`, which commits a block still in flight and says how many steps it
     held (decoded past what was taken: the caller rewinds them)."""
 
-    def __init__(self, engine: Engine, budget: int, before: Callable[[int], None], ahead: int | None = None) -> None:
+    def __init__(self, engine: BlockHost, budget: int, before: Callable[[int], None], ahead: int | None = None) -> None:
         self.engine, self.budget, self.before = engine, budget, before
         self.ahead = engine.blocks_ahead if ahead is None else ahead
         self.in_flight: Block | None = None

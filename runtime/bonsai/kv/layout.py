@@ -20,7 +20,7 @@ def default_window(mode: Mode, n_kv: int, head_dim: int, max_positions: int, *, 
     """Positions per window when the caller gives none. On a GPU whose cache is wholly resident (no VRAM budget):
     one window for the whole context, halved while its slot would not fit one storage binding (each window costs a
     decode step its own fold dispatches in every layer: at 8K context four 2,048-position windows decoded at
-    0.69-0.77x one window of 8,192 on the H100, bench/NOTES.md session 24). STREAM_WINDOW under a VRAM budget (the
+    0.69-0.77x one window of 8,192 on the H100, bench/NOTES.md, commit 191e4e0). STREAM_WINDOW under a VRAM budget (the
     unit windows stream in) and on CPU adapters (the serial kernel reads slots through texture mirrors)."""
     if cpu or budget:
         return STREAM_WINDOW

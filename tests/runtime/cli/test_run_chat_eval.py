@@ -18,7 +18,7 @@ TINY = dict(dim=128, n_heads=2, n_kv_heads=1, head_dim=64, ffn_dim=256)  # see t
 
 @pytest.fixture(autouse=True)
 def _session_gpu(gpu, monkeypatch):
-    """Commands open their device with Gpu.create(); hand them the session's (compiled pipelines kept)."""
+    """Commands open their device with Gpu.create(); hand them the shared one (compiled pipelines kept)."""
     from bonsai.gpu.device import Gpu
 
     monkeypatch.setattr(Gpu, "create", classmethod(lambda cls, *a, **k: gpu))

@@ -52,7 +52,7 @@ def test_a_loss_reported_only_through_the_wgpu_logger_triggers_recovery(gpu, tin
 
 
 class _Backend:
-    """A GPU backend class of its own (delegating to the session's device) that counts `create()` calls."""
+    """A GPU backend class of its own (delegating to the shared test device) that counts `create()` calls."""
 
     created = 0
     shared = None

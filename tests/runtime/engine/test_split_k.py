@@ -18,7 +18,7 @@ SPLIT_GROUPS = tiled.SPLIT_GROUPS
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    gpu = Gpu.create()  # a device of its own: the session's `gpu` keeps the CPU kernels
+    gpu = Gpu.create()  # a device of its own: the shared `gpu` fixture keeps the CPU kernels
     gpu.cpu_kernels = False  # the tiled matmul, which CPU adapters never take
     path = write_tiny_gguf(tmp_path_factory.mktemp("split") / "t.gguf", "llama", weight_type="Q4_1", **TINY)
     return load_engine(path, gpu=gpu, kv="f32", window=64, max_positions=96, batch=48, progress=False)

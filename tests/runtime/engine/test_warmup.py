@@ -25,7 +25,7 @@ def tiled_on(monkeypatch):
 
 @pytest.fixture(params=["adapter", "gpu"])
 def fresh(request, gpu, monkeypatch):
-    """The session's device with an empty kernel cache (what other tests compiled does not count), taking
+    """The shared test device with an empty kernel cache (what other tests compiled does not count), taking
     the adapter's own kernels or (on a CPU adapter) the GPU kernels: buffer and tiled matmuls, fused norms."""
     if request.param == "gpu":
         monkeypatch.setattr(Recorder, "is_cpu", property(lambda self: False))

@@ -20,13 +20,13 @@ def test_upload_then_read_returns_the_same_bytes(gpu):
 
 
 def test_reads_of_any_size_and_offset_return_those_bytes_through_the_kept_readback(gpu, monkeypatch):
-    import bonsai.gpu.device as device
+    import bonsai.gpu.reads as reads
 
     data = np.random.default_rng(2).integers(0, 256, 300_000, dtype=np.uint8)
     buf = gpu.upload(data)
     for offset, n in ((0, 1), (4, 7), (1024, 70_000), (8, 299_992), (0, 300_000)):  # 70 KB grows the buffer
         assert gpu.read(buf, n, offset) == data[offset: offset + n].tobytes()
-    monkeypatch.setattr(device, "READBACK_MAX", 64)  # larger reads take wgpu-py's own path
+    monkeypatch.setattr(reads, "READBACK_MAX", 64)  # larger reads take wgpu-py's own path
     assert gpu.read(buf, 1000, 12) == data[12:1012].tobytes()
 
 
@@ -70,11 +70,11 @@ def test_a_read_after_recorded_work_submits_once(gpu, monkeypatch):
 def test_read_soon_gives_the_bytes_as_they_were_when_it_started(gpu, monkeypatch, readback_max):
     """A read started by `read_soon` sees the buffer before what is recorded after it (a write here), both
     through its own MAP_READ buffers and, past READBACK_MAX, through a plain read made at once."""
-    import bonsai.gpu.device as device
+    import bonsai.gpu.reads as reads
 
     if not hasattr(gpu, "_soon_free"):
         pytest.skip("the native backend's read_soon")
-    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    monkeypatch.setattr(reads, "READBACK_MAX", readback_max)
     old, new = np.arange(64, dtype=np.uint32), np.arange(64, 128, dtype=np.uint32)
     buf = gpu.upload(old)
     pending = gpu.read_soon(buf, old.nbytes)
@@ -95,9 +95,9 @@ def _queued_read_is_of_then(gpu) -> bool:
 
 @pytest.mark.parametrize("readback_max", [1 << 26, 64], ids=["kept buffers", "above READBACK_MAX"])
 def test_read_queued_gives_the_bytes_as_they_were_when_it_was_recorded(gpu, monkeypatch, readback_max):
-    import bonsai.gpu.device as device
+    import bonsai.gpu.reads as reads
 
-    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    monkeypatch.setattr(reads, "READBACK_MAX", readback_max)
     assert _queued_read_is_of_then(gpu)
 
 
@@ -122,9 +122,9 @@ def _gathered_read_is_of_then(gpu, spans: list[tuple[int, int]]) -> bool:
 @pytest.mark.parametrize("native", [True, False], ids=["native map", "read_soon's map"])
 def test_a_gathered_read_gives_its_ranges_back_to_back_as_they_were_when_it_was_recorded(gpu, monkeypatch,
                                                                                          readback_max, native):
-    import bonsai.gpu.device as device
+    import bonsai.gpu.reads as reads
 
-    monkeypatch.setattr(device, "READBACK_MAX", readback_max)
+    monkeypatch.setattr(reads, "READBACK_MAX", readback_max)
     if not native:
         monkeypatch.setattr(native_map, "available", lambda: False)
     assert _gathered_read_is_of_then(gpu, [(4, 8), (64, 40), (104, 4), (200, 56)])

@@ -1,6 +1,6 @@
 """Work beyond a limit the adapter reports is split to fit or refused naming the limit, never run wrong.
 
-Each test opens a second `Gpu` on the session's device with a lowered limit (the runtime reads limits
+Each test opens a second `Gpu` on the shared test device with a lowered limit (the runtime reads limits
 only through `gpu.limits`), so the same code paths run as on an adapter that has that limit.
 """
 

@@ -165,7 +165,7 @@ def test_the_last_rows_are_submitted_before_the_reads_ahead_are_committed(gpu, m
 
 
 def test_a_sync_that_commits_the_reads_ahead_before_submitting_the_rest_is_caught(gpu, monkeypatch):
-    """Mutation: the rest read (and submitted) only after the commits ahead, as before session 25."""
+    """Mutation: the rest read (and submitted) only after the commits ahead, the order read_ahead replaces."""
     monkeypatch.setattr(staging, "LAST_READ_FIRST", False)
     k, v = _rows(5)
     assert _sync_events(gpu, monkeypatch, k, v)[:2] != ["last read", "submit"]

@@ -92,7 +92,7 @@ CPU_MATMUL_MUTANTS = [  # the CPU kernel (matmul_cpu.wgsl, planar weights in a t
      "return x8(min(t0 + t, nt - 1u) * xs + xo + c * 8u);", "return x8(t0 * xs + xo + c * 8u);", _matmul_within_bound),
     ("main4: the tile's last row dropped", "Q4_1", "a7 += dot4(chunk8(min(r0 + 7u, rl), c), x0, x1, x2, x3);", "",
      _matmul_within_bound),
-    # the generic tile (`main`: other R x TT tiles, bench/cpu_tile_bench.py), run with 4-row tiles
+    # the generic tile (`main`: other R x TT tiles, bench/probes/cpu_tile_bench.py), run with 4-row tiles
     ("main: x of the tile's first token for every token", "F16", "let xb = min(t0 + t, nt - 1u) * xs + xo + c * 8u;",
      "let xb = t0 * xs + xo + c * 8u;", _matmul_within_bound),
     ("main: the tile's last row dropped", "Q4_1", "for (var i = 0u; i < R; i++) {\n            let wv",

@@ -145,7 +145,7 @@ class Chromium:
         panel_url = f"chrome-extension://{self.id}/panel.html"
         try:
             clicked: float | None = None  # clicked at least once, even where the panel is already open (a
-            # session's earlier test left it open): the click is what lets the extension read this tab
+            # an earlier test of the run left it open): the click is what lets the extension read this tab
             while (panel := next((t for t in self.targets() if t["url"] == panel_url), None)) is None or clicked is None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the toolbar button opened no side panel")

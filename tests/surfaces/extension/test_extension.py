@@ -176,7 +176,7 @@ def native_gpu_kernels_greedy():
     from bonsai.engine.native import load_engine
     from bonsai.gpu.device import Gpu
 
-    gpu = Gpu.create()  # a device of its own: the session's `gpu` keeps the CPU kernels
+    gpu = Gpu.create()  # a device of its own: the shared `gpu` fixture keeps the CPU kernels
     gpu.cpu_kernels = False
     engine = load_engine(None, gpu=gpu, kv="q4res", progress=False, max_positions=128)
     prompt_ids = engine.tokenizer.encode(GPU_PROMPT)

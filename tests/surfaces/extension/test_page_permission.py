@@ -66,7 +66,7 @@ def pages(model_server) -> str:
 
 
 def observe_in_a_new_browser(chromium_binary: str, extension: Path, base: str, profile: Path) -> dict:
-    """`observe` in a Chromium of its own, fresh from install: what other tests did in the session's
+    """`observe` in a Chromium of its own, fresh from install: what other tests did in the shared
     browser (its open panel, its tabs, their grants) cannot stand in for the clicks observed here."""
     browser = Chromium(chromium_binary, extension, profile)
     try:

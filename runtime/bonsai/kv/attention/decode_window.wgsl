@@ -8,7 +8,7 @@
 // multiply-add differently in the two kernels: driver.py's DECODE_BATCHES), but each row decoded once instead of
 // once for every workgroup of four query tokens that reads it (a 512-token prompt: 128 tiles x the query heads of a KV head), and a
 // fold kernel without the codes' paths (on the H100 the q4res kernel folding residual rows only ran at its codes'
-// speed, 93 us a layer against f32's 73, bench/NOTES.md session 28). One invocation per (row, KV head, four
+// speed, 93 us a layer against f32's 73, bench/NOTES.md, commit debaad2). One invocation per (row, KV head, four
 // dimensions).
 
 //#include "query.wgsl"

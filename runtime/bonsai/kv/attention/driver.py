@@ -8,9 +8,7 @@ one whole-cache window is written in `serial.wgsl` (and, for the blocks variant,
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from ...gpu.backend import WordTexture
@@ -20,6 +18,8 @@ from ..errors import KVError
 from ..format.modes import Mode, get_mode
 from ..format.rows import FORMATS, decode_constants
 from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the windows the tests cut
+from .pieces import FOLD_PAD, LOOP_BUDGET, Pieces  # noqa: F401 - FOLD_PAD, LOOP_BUDGET: part of this module's API
+from .window import NO_RESIDUAL, Window  # noqa: F401 - NO_RESIDUAL: part of this module's API
 
 # Two kernels of one family (same parameters, window descriptors and state layout), both keeping the
 # invariant; the tests run both.
@@ -31,7 +31,7 @@ from .mutations import NO_MUTATIONS, Mutations, split  # noqa: F401 - split: the
 # per window (`fold_merge`: the last workgroup of a (token, head) to finish merges); batches, adapters that
 # cannot bind fold_merge's FOLD_MERGE_BUFFERS storage buffers, and FUSE_MERGE off take two (fold, then
 # merge_blocks.wgsl). On the H200 fold_merge made decode 1.09-1.11x faster and a 512-token prefill 0.84-0.90x
-# (bench/NOTES.md, session 15): its merge's workgroup memory leaves fewer fold workgroups per SM.
+# (bench/NOTES.md, commit cfb0926): its merge's workgroup memory leaves fewer fold workgroups per SM.
 # A batch's blocks fold four tokens a workgroup (blocks.wgsl's fold_lanes; LANE_FOLD below).
 VARIANTS = {"serial": "serial.wgsl", "blocks": "blocks.wgsl"}
 BLOCK = 64  # positions per block of the "blocks" variant
@@ -40,7 +40,7 @@ FUSED_TOKENS = 1  # ... for calls of at most this many query tokens (decode step
 FOLD_MERGE_BUFFERS = 10  # storage buffers blocks.wgsl's fold_merge binds
 # Batches (calls of more than one query token) fold LANE_TOKENS tokens a workgroup, four dimensions an invocation
 # (blocks.wgsl's fold_lanes, fold_lanes.wgsl): each position's exponentials serve four accumulators. The same bits as
-# `main`, one (token, head) a workgroup, which one-token calls keep (read at each call: bench/prefill_ab.py's switch).
+# `main`, one (token, head) a workgroup, which one-token calls keep (read at each call: bench/probes/prefill_ab.py's switch).
 LANE_FOLD = True
 LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
 # Batches of a mode whose main kernel folds the f32 residual too (`combines`: q4res) decode each window to f32 rows
@@ -48,19 +48,9 @@ LANE_TOKENS = 4  # fold_lanes.wgsl's tile (its vec4s)
 # decoding every row once per tile of four tokens in a kernel that carries the codes' paths too (read at each call).
 # The same bits as folding the codes where the driver rounds k_elem's multiply-add alike in both kernels (lavapipe, CI's
 # tests); NVIDIA's compiler does not (its logits of a 512-token prompt differed by up to 3.7, each path deterministic),
-# and the GPU's forced decoding still equals the numpy reference (bench/NOTES.md sessions 29-30). 1.07x a 512-token q4res
+# and the GPU's forced decoding still equals the numpy reference (bench/NOTES.md, commits 4dd3ef3-41eb0e6). 1.07x a 512-token q4res
 # prompt on the H100, 1.17x at 2,048.
 DECODE_BATCHES = True
-# Decode steps dispatch a window's blocks rounded up to a multiple of this many (`fold_shape`): the extra
-# workgroups return at once, and a step's tape replays until its window outgrows them, so decoding
-# re-records a step every FOLD_PAD blocks instead of every block (~4 ms of Python on the H200 each).
-FOLD_PAD = 8
-# Loop iterations one invocation may run. Mesa's llvmpipe (lavapipe, the CPU Vulkan driver; up to at
-# least Mesa 22.3) counts every iteration of every loop in a shader invocation against one counter and
-# silently leaves all loops once it reaches 65535 (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS): no adapter
-# limit reports it. A fold dispatch that ran longer computed wrong attention past ~500 positions there.
-# So one dispatch folds at most `Attention.max_span` positions, and longer windows are cut into pieces.
-LOOP_BUDGET = 65535
 
 
 def default_variant(gpu: Any, head_dim: int = 64) -> str:
@@ -74,29 +64,7 @@ def default_variant(gpu: Any, head_dim: int = 64) -> str:
     return "blocks"
 
 
-NO_RESIDUAL = 0xFFFFFFFF  # Window.res_start of a window without f32 residual rows
-
-
-@dataclass(frozen=True)
-class Window:
-    """Absolute positions [start, end) read from buffers k/v whose row 0 is position buf_base."""
-
-    k: Any
-    v: Any
-    start: int
-    end: int
-    buf_base: int = 0
-    k_off: int = 0  # words
-    v_off: int = 0  # words
-    residual: bool = False  # grouped-K modes: K rows are the f32 residual (newest partial group)
-    # blocks variant, modes with a V residual (q4res): positions from res_start on are f32 rows of `res`
-    # (row 0 = res_start; V rows from word res_v_off), folded in the same dispatch (`Attention.pieces`)
-    res: Any = None
-    res_start: int = NO_RESIDUAL
-    res_v_off: int = 0
-
-
-class Attention:
+class Attention(Pieces):
     """Records attention for one shape: n_heads query heads over n_kv KV heads of head_dim, `mode` rows."""
 
     def __init__(self, gpu: Any, n_heads: int, n_kv: int, head_dim: int, mode: str | Mode,
@@ -191,97 +159,6 @@ class Attention:
         """The MUT_ template constants (row_format.wgsl) of this instance's injected bugs."""
         mu = self.mutations
         return {"MUT_NORMALISE": mu.normalise_each_window, "MUT_GQA": mu.gqa_modulo, "MUT_CAUSAL": mu.causal_plus_one}
-
-    def fold_shape(self, win: Window, n_q: int = 1) -> int:
-        """What of window `win` sizes its fold dispatches for n_q query tokens (beyond n_q): blocks -> the
-        blocks it touches, for one-token steps (the ones a tape replays) rounded up to a multiple of FOLD_PAD
-        within the blocks one dispatch may span (blocks.wgsl: workgroups past the window's blocks return at
-        once); serial -> nothing (0)."""
-        if self.variant != "blocks":
-            return 0
-        blocks = -(-win.end // self.block) - win.start // self.block
-        if n_q != 1:
-            return blocks
-        return max(blocks, min(-(-blocks // FOLD_PAD) * FOLD_PAD, self.max_span(n_q) // self.block))
-
-    def max_span(self, n_q: int) -> int:
-        """The most positions one fold dispatch covers for n_q query tokens; `pieces` cuts longer windows.
-
-        serial: an invocation loops head_dim / 2 + 2 times per position (the dot product with K, the
-        update of acc, four dimensions each), which must stay under LOOP_BUDGET. blocks: an invocation folds one block, but
-        the merge loops about once per block of the dispatch (`merge_loops`; in fold_merge after a block's
-        fold), the blocks of a dispatch are one workgroup dimension (<= MAX_GROUPS), and the counters and
-        block folds (`_part`) must fit one storage binding.
-        """
-        if self.variant == "serial":  # two loops of head_dim / 4 per position (four dimensions at a time)
-            per_position, fixed = self.head_dim // 2 + 4, self.head_dim + 64
-            return max(1, (LOOP_BUDGET - fixed) // per_position)
-        part_row = n_q * self.n_heads * self.fold_floats * 4  # bytes of one block's folds
-        room = (self.gpu.max_binding_bytes - 4 * n_q * self.n_heads) // part_row
-        blocks = min(MAX_GROUPS, self._loop_blocks(self._fused_for(n_q) is not None), room)
-        if blocks < 1:
-            raise KVError(f"blocks attention: one block's folds for {n_q} tokens x {self.n_heads} heads "
-                          f"({part_row} bytes) exceed this adapter's maxStorageBufferBindingSize "
-                          f"({self.gpu.max_binding_bytes} bytes); use fewer tokens per step")
-        return blocks * self.block
-
-    def merge_loops(self, blocks: int) -> int:
-        """Loop iterations one invocation of merge.wgsl runs for a window of `blocks` blocks: per round of
-        ROUND blocks, the round itself, its loads eight at a time, the rest one at a time, and the merge."""
-        per_round = min(self.head_dim, 2048 // self.head_dim)
-        loops = 0
-        for r0 in range(0, blocks, per_round):
-            cnt = min(per_round, blocks - r0)
-            loops += 1 + cnt // 8 + cnt % 8 + cnt
-        return loops
-
-    def _loop_blocks(self, fused: bool) -> int:
-        """The most blocks one dispatch's merge may cover within LOOP_BUDGET, after (`fused`: fold_merge) one
-        block's fold: at most every score and V load of BLOCK positions one iteration per value, generously."""
-        cached = self._loop_blocks_cached.get(fused)
-        if cached is None:
-            fold = 4 * (self.block + self.head_dim) + 64 if fused else 64
-            lo, hi = 1, MAX_GROUPS
-            while lo < hi:  # the largest count whose loops fit (merge_loops grows with blocks)
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if self.merge_loops(mid) + fold <= LOOP_BUDGET else (lo, mid - 1)
-            cached = self._loop_blocks_cached[fused] = lo
-        return cached
-
-    def pieces(self, windows: list[Window], n_q: int) -> list[Window]:
-        """`windows` cut at the multiples of `max_span(n_q)` inside them (absolute positions).
-
-        The state carries the fold from one dispatch to the next, so folding the pieces one after the
-        other gives the same bits as one dispatch over the window (the invariant). Cutting at absolute
-        multiples keeps a blocks-variant piece within span / BLOCK blocks. Where the main kernel folds
-        residual rows (`combines`), a residual piece becomes one of its windows, joined to the quantised
-        piece just before it when both lie within one span: one fold and one merge for both.
-        """
-        span = self.max_span(n_q)
-        out: list[Window] = []
-        for w in windows:
-            cuts = range(w.start - w.start % span + span, w.end, span)
-            edges = [w.start, *cuts, w.end]
-            for a, b in zip(edges, edges[1:], strict=False):
-                piece = dataclasses.replace(w, start=a, end=b) if cuts else w
-                if not (self.combines and piece.residual):
-                    out.append(piece)
-                elif out and self._joins(out[-1], piece, span):
-                    out[-1] = dataclasses.replace(out[-1], end=piece.end, res=piece.k, res_start=piece.start,
-                                                  res_v_off=piece.v_off)
-                else:  # the residual alone, still through the main kernel (all its positions from res_start on)
-                    out.append(dataclasses.replace(piece, residual=False, res=piece.k, res_start=piece.buf_base,
-                                                   res_v_off=piece.v_off))
-        return out
-
-    @staticmethod
-    def _joins(prev: Window, res: Window, span: int) -> bool:
-        """Whether residual piece `res` can join the quantised piece `prev` in one window: `prev` ends where
-        the residual's rows start and both lie within one span."""
-        if res.k is not res.v or res.k_off:
-            raise KVError("attention: a V-residual window must hold K then V rows of one buffer from word 0")
-        return (prev.res is None and not prev.residual and prev.end == res.start == res.buf_base
-                and prev.start // span == (res.end - 1) // span)
 
     def state_bytes(self, n_q: int) -> int:
         """Bytes of the (m, l, acc) state for n_q query tokens (blocks: MAIN and PARTIAL, twice that)."""

@@ -59,7 +59,7 @@ fn add8(dot: f32, d: u32, a: vec4<f32>, b: vec4<f32>) -> f32 {
 
 // Sixty-four f32 K values of one row as sixteen vectors, all loaded before any is summed (add64). Loads in a
 // loop wait one memory round trip per iteration on the H200 (the top of ops/matmul.wgsl): eight at a time left a
-// decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md, session 19). Vectors, not an array: an array indexed in a
+// decode fold at 1K 1.2-1.5 us slower (bench/NOTES.md, commit c9baca6). Vectors, not an array: an array indexed in a
 // loop was kept in memory, and the f32 prompt's fold ran at half speed.
 struct Row64 {
     k0: vec4<f32>, k1: vec4<f32>, k2: vec4<f32>, k3: vec4<f32>, k4: vec4<f32>, k5: vec4<f32>, k6: vec4<f32>, k7: vec4<f32>,
@@ -152,13 +152,13 @@ fn k_words8(kb: u32) -> Words8 {
 // query whose values start at qo in `qs`.
 // f32 K is loaded four values at a time (`kc4`, the K words as 16-byte vectors): each invocation reads a
 // row of its own, so a warp's load touches 32 rows, and four values per load cut those touches by four
-// (the H200's prompt fold: 371-378 -> 148-231 us per layer, bench/NOTES.md session 13). The same sum.
+// (the H200's prompt fold: 371-378 -> 148-231 us per layer, bench/NOTES.md, commit 9d069a5). The same sum.
 fn score(r: u32, pos: u32, qo: u32) -> f32 {
     let kb = w.k_off + r * K_WORDS;
     var dot = 0.0;
     if (K_GROUP_CACHE) {  // each word's K_PER codes with the group's cached scales; k_elem's values and order
         // 4-bit rows of 64: the values decoded with the codes' shifts written out (codes_row64, fold_lanes.wgsl), then
-        // add64's sum; add_codes' loop keeps its shifts and loads rolled on the driver (bench/NOTES.md, session 27)
+        // add64's sum; add_codes' loop keeps its shifts and loads rolled on the driver (bench/NOTES.md, commit debaad2)
         if (K_VW == 8u && K_BITS == 4u) { return add64(dot, qo, codes_row64(k_words8(kb))) * p.qk_scale; }
         for (var wd = 0u; wd < K_VW; wd = wd + 1u) { dot = add_codes(dot, qo, wd, kword(kb + wd)); }
         return dot * p.qk_scale;
@@ -272,7 +272,7 @@ fn dq(word: u32, sh: u32, k: u32) -> f32 { return f32((word >> sh) & V_MASK) * v
 // V value j of the eight quantised positions pos .. pos + 7 (round positions k .. k + 7), V_QUICK: the
 // word's address and shift once, then eight word loads written out (pos_v works both out per value,
 // and asks in_residual of each; the q4res fold at 1K on the H200: 22.8-23.5 -> 15.0-15.7 us per layer,
-// bench/NOTES.md session 17).
+// bench/NOTES.md, commit d30614d).
 fn v8_quick(pos: u32, g: u32, j: u32, k: u32) -> V8 {
     let base = v_row(pos, g) + j / V_PER;
     let st = p.n_kv * V_WORDS;
@@ -329,8 +329,8 @@ fn fold8(k: u32, v: V8, m: ptr<function, f32>, l: ptr<function, f32>, acc: ptr<f
 // into (m, l) (computed identically by all) and its own acc[j]. Call from uniform control flow.
 // The V values of eight positions are loaded (written out, not in a loop or an array) before any
 // of them is folded: the H200 then waits for one memory round trip per eight positions instead of
-// one per position (bench/NOTES.md, session 7: 25.4 us per layer at 1K context before, 12.6 us after);
-// full rounds of sixteen load two eights before folding the first (session 19). The values and the
+// one per position (bench/NOTES.md, commit 38216dc: 25.4 us per layer at 1K context before, 12.6 us after);
+// full rounds of sixteen load two eights before folding the first (commit c9baca6). The values and the
 // order of the operations are those of one position at a time.
 fn fold_range(lo: u32, hi: u32, g: u32, j: u32, m: ptr<function, f32>, l: ptr<function, f32>,
               acc: ptr<function, f32>) {

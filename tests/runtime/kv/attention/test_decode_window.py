@@ -3,7 +3,7 @@
 f32's fold_lanes folds a decoded window's rows: the values k_elem and v_elem give (the ones q4res's fold_lanes decodes
 from the codes itself) summed in the same order, so the output bits must equal those of folding the codes, which the
 exactness matrix compares with the whole-cache run and fp64. That holds where the driver rounds k_elem's multiply-add
-alike in both kernels: lavapipe, where these tests run. On an H100 (bench/NOTES.md session 30) the block-64 case's bits
+alike in both kernels: lavapipe, where these tests run. On an H100 (bench/NOTES.md, commit 41eb0e6) the block-64 case's bits
 differed (NVIDIA's compiler contracts it differently per kernel), so there the decoded batches are held to the numpy
 reference by the long forced decoding (`device_run.sh long`), not to the codes' bits.
 """

@@ -13,7 +13,7 @@ consecutive decode steps alternate, and the parameters it writes inside `deferre
 nothing: no dispatch waiting in the open pass binds that set (the last step's bind the other one; the
 step before that was submitted, or `begin_step` submits it). So a GPU-resident decode step costs one
 write and no submit of its own, where it cost ~7 writes and a submit (each write ~6 us of wgpu-core, each
-submit an encoder, a pass and wgpu's per-submission work: bench/NOTES.md, session 22). Any other rewrite
+submit an encoder, a pass and wgpu's per-submission work: bench/NOTES.md, commit 667f03c). Any other rewrite
 is `Gpu.write`, ordered after every dispatch recorded so far: correct at any time.
 """
 from __future__ import annotations

@@ -70,8 +70,8 @@ __all__ = ["AUTO", "MODE_NAMES", "KVCache", "KVError", "NonFiniteKVError", "defa
 
 def default_mode(gpu: Any) -> str:
     """q4res on GPUs: 7x less KV memory at +0.4% perplexity, decoding at 0.94-0.96x f32 on the H200 at 1K context
-    (bench/kv_pair_bench.py, nine rounds in one process in each of two calls: 0.89-1.01) and prefilling at the
-    same rate (bench/NOTES.md session 18). f32 on CPU adapters (lavapipe, SwiftShader), where decoding 4-bit rows costs
+    (bench/probes/kv_pair_bench.py, nine rounds in one process in each of two calls: 0.89-1.01) and prefilling at the
+    same rate (bench/NOTES.md, commit 9c5abea). f32 on CPU adapters (lavapipe, SwiftShader), where decoding 4-bit rows costs
     more compute than the memory saves (lavapipe: ~0.66x f32)."""
     return "f32" if gpu.is_cpu else "q4res"
 

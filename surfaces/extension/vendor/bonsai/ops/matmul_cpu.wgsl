@@ -150,7 +150,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // One token (decode): `main`'s sums with R = 8 and TT = 1, every value in a named variable (no private
 // array in the loop: SwiftShader runs this 2-3x faster than `main`; bench/NOTES.md). Same bits as main.
 // 16 invocations a workgroup (ops/matmul.py CPU_DECODE_WG): a decode matmul of 576 rows is 72
-// invocations, which 64-wide workgroups split 64 + 8 between a CPU's threads (bench/NOTES.md session 9).
+// invocations, which 64-wide workgroups split 64 + 8 between a CPU's threads (bench/NOTES.md, commit 7709cec).
 @compute @workgroup_size(16)
 fn main1(@builtin(global_invocation_id) gid: vec3<u32>) {
     let n = p[0];

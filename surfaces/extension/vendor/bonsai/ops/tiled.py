@@ -66,7 +66,7 @@ class Tile:
 # (the default model's QKV and gate/up: 68-70 / 108-110 us against 77-79 / 141-143 with four, roofline
 # probe at 512 tokens on the H200), four elsewhere (wo, down: four rows' twice as many invocations per
 # workgroup hide more latency in their 72 workgroups; 66-71 / 135-137 us against 67-69 / 139-149).
-# bench/NOTES.md, session 20. Per matrix, not per batch: warm-up compiles every kernel a request meets.
+# bench/NOTES.md, commit c0f6f87. Per matrix, not per batch: warm-up compiles every kernel a request meets.
 NARROW, WIDE = Tile(64, 64, 4), Tile(64, 64, 8)
 TILE: Tile | None = None  # a tile for every matrix (tests, benches); None: `tile_for`'s choice
 
@@ -78,10 +78,10 @@ def tile_for(m: Any) -> Tile:
     return WIDE if m.rows > m.cols else NARROW
 
 
-# Batches of at least this many tokens go tiled; None: never (the matvec only). On since session 10: with
-# its accumulators in named vectors the tiled kernel runs the default model's 512-token matmuls 4-7x
-# faster than before on the H200 (bench/roofline_probe.py; bench/NOTES.md session 10); before that it
-# was no faster than the matvec and stayed off (session 8). `decode_bench.py --prefill-kernels` compares.
+# Batches of at least this many tokens go tiled; None: never (the matvec only). With its accumulators in named
+# vectors the tiled kernel runs the default model's 512-token matmuls 4-7x faster than with them in an array
+# on the H200 (bench/roofline_probe.py; bench/NOTES.md, commit 1063e54); with an array it was no faster than the
+# matvec (commit 73ff7b4). `decode_bench.py --prefill-kernels` compares.
 ON_THRESHOLD = 32
 MIN_TOKENS: int | None = ON_THRESHOLD
 
@@ -93,7 +93,7 @@ def applies(m: Any, t: int) -> bool:
 
 # Split K of plain products (wo and down in the default model) until the grid has SPLIT_GROUPS workgroups, in parts
 # of at least MIN_PART_CHUNKS chunks, at most MAX_SPLIT parts: their 72 tiles of a 512-token step leave most of an
-# H100's 132 SMs idle (four parts: 57.5 -> 35.1 us a product plus 3.8 us for the sum, bench/NOTES.md session 24).
+# H100's 132 SMs idle (four parts: 57.5 -> 35.1 us a product plus 3.8 us for the sum, bench/NOTES.md, commit 191e4e0).
 # The QKV product (120 tiles, eight rows per invocation) split four ways gained nothing there (59.3 -> 55.3 + 3.9 us),
 # so the split and SwiGLU stores never split. None: never. split_sum.wgsl adds the parts, in part order.
 SPLIT_GROUPS: int | None = 256

@@ -6,7 +6,7 @@
 // from one load of its K row (each score the sequential dot product of pos_score). Then invocation (s, lane) =
 // (i / LANES, i % LANES) folds query s's positions into its (m, l) and four accumulators acc[4 lane .. 4 lane + 3]:
 // each position's two exponentials serve four dimensions, where fold_block's invocations compute them for one
-// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md session 23). Every (m, l,
+// each (a 512-token prompt's fold was the largest kernel of its step, bench/NOTES.md, commit 9e2e462). Every (m, l,
 // acc[j]) sees fold_one's operations in fold_range's order, so each block's fold has fold_block's bits, and the
 // merge (merge_blocks.wgsl) reads them from the same place.
 
@@ -47,7 +47,7 @@ fn codes4(word: u32, sh: u32, d: u32) -> vec4<f32> {
 
 // The sixty-four K values of a row of 4-bit codes (K_GROUP_CACHE, HD 64): decoded once for the four queries.
 // (add_codes decodes each value where it multiplies it; four queries sharing one load of the words that way ran
-// 1.4x slower than one query a workgroup on the H100, bench/NOTES.md session 25.)
+// 1.4x slower than one query a workgroup on the H100, bench/NOTES.md, commit 33c3353.)
 fn codes_row64(k: Words8) -> Row64 {
     return Row64(codes4(k.w0, 0u, 0u), codes4(k.w0, 16u, 4u), codes4(k.w1, 0u, 8u), codes4(k.w1, 16u, 12u),
                  codes4(k.w2, 0u, 16u), codes4(k.w2, 16u, 20u), codes4(k.w3, 0u, 24u), codes4(k.w3, 16u, 28u),

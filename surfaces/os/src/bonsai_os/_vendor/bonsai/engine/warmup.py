@@ -52,7 +52,7 @@ def warm_up(engine: Any) -> int:
     tiles = tiled.MIN_TOKENS is not None and tiled.applies(layer.wo, tiled.MIN_TOKENS)
     # on a GPU the first step is a whole batch: a first prompt of up to that many tokens then also finds
     # its steps' parameter blocks and bind groups made (q4res makes several per 64-position group: on the
-    # H200 its first request ran 2.2-2.6x slower than the next ones, bench/NOTES.md session 11); on a
+    # H200 its first request ran 2.2-2.6x slower than the next ones, bench/NOTES.md, commit a5062ac); on a
     # CPU adapter a whole batch would add seconds to every load
     # and where the cache quantises K in groups, a one-token step fills one: the group kernels' bind groups
     # (several per layer) are made then, not in a request's first decode step to fill a group

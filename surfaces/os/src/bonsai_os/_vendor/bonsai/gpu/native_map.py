@@ -3,7 +3,7 @@
 wgpu-py's `map_async` wakes its poll thread, which waits in wgpuDevicePoll for the newest submission there is;
 while it waits, a submit from the thread recording the next work waits with it. Reading a prompt step's first
 layers' rows ahead through `Gpu.read_soon` (a map requested between its submits) made the 512-token step 11-12%
-slower on the H100 (bench/NOTES.md, session 24): the recording could no longer run ahead of the GPU. A map made
+slower on the H100 (bench/NOTES.md, commit 191e4e0): the recording could no longer run ahead of the GPU. A map made
 here is requested only when its bytes are wanted, after the recording, and polled from the asking thread
 without waiting in the driver, so it resolves as soon as its own copy's submission is done, not the step's last.
 `available()` is False where wgpu-py's private cffi handle is not there (another wgpu-py version): callers

@@ -17,8 +17,8 @@ from .store.scatter import Scatter
 from .store.store import Store
 
 # A V-residual mode's batch (q4res) leaves on the GPU the f32 rows of the groups it completes, which reach the host
-# quantised; the host reads only the rows after them (`Entry.skip`). False: they are read back and dropped there, as
-# before session 29 (a 512-token prompt of the default model read 27.3 MB for the 3.7 MB the host keeps; `bench/prefill_ab.py --switch drop-rows`).
+# quantised; the host reads only the rows after them (`Entry.skip`). False: they are read back and dropped there
+# (commit 4dd3ef3: a 512-token prompt of the default model read 27.3 MB for the 3.7 MB the host keeps; `bench/probes/prefill_ab.py --switch drop-rows`).
 DROP_QUANTISED_ROWS = True
 
 

@@ -111,7 +111,7 @@ class Residual:
         into its window's slot and into its group entry in `outs` (booked before `e`: the host takes
         the groups first, then the rows left in the residual). The group the residual holds is completed there
         and quantised from it; the groups wholly inside the batch straight from staging, a window's all in one
-        dispatch per kernel (bench/NOTES.md session 18: a dispatch per group made q4res's prefill 1.8x f32's
+        dispatch per kernel (bench/NOTES.md, commit 9c5abea: a dispatch per group made q4res's prefill 1.8x f32's
         GPU time). The rows after the last completed group are copied into the residual."""
         lay = self.layout
         G, rw = lay.group, lay.f32_row_bytes // 4

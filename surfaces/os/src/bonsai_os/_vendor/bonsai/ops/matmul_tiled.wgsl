@@ -243,7 +243,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let tc = li / RT;   // its tokens: t0 + 4 tc + j, j < 4
     // acc row 4g + i, token j: named vectors (a0..a3 g = 0, a4..a7 g = 1), not a private array indexed in the
     // loop: the H200's driver kept such an array in memory, and the tiled matmul ran 4-7x slower
-    // (bench/roofline_probe.py, bench/NOTES.md session 10)
+    // (bench/roofline_probe.py, bench/NOTES.md, commit 1063e54)
     var acc = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0),
                   vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     // Chunk c + 1's items are fetched into registers while chunk c is multiplied, so the workgroup does not
@@ -259,9 +259,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         if (c + 1u < c1) { items = fetch(li, c + 1u, r0, n, row_bytes, t0, nt, xs_, xo); }
         // the chunk's sixteen rounds written out: the driver keeps WGSL loops rolled, and a loop step costs about six
-        // FMAs' issue slots (bench/fma_probe.py); on the H100 the products ran 0-24% faster than with a loop of one
+        // FMAs' issue slots (bench/probes/fma_probe.py); on the H100 the products ran 0-24% faster than with a loop of one
         // round a step, and a loop of four rounds a step ran QKV and wo 1.6x slower at four rows an invocation
-        // (bench/NOTES.md session 26)
+        // (bench/NOTES.md, commit bd8ccea)
         acc = round2(acc, 0u, tr, tc);
         acc = round2(acc, 2u, tr, tc);
         acc = round2(acc, 4u, tr, tc);

@@ -81,15 +81,15 @@ class GpuModel:
         # a decode step submits every N layers (0: none of its own). 0: a step's parameters are written without a
         # submit (`StepParams`), so consecutive decode steps share the open pass until one takes back the set of
         # parameter slots the step two before it bound, and `begin_step` submits then: a submit every second step.
-        # H100, GPU-resident loop at 1K (bench/NOTES.md session 22): ahead of every 15 (a submit half-way through
-        # each step) in 11 of 14 alternating rounds, medians 653 / 636 and 660 / 641 tok/s. (Session 21, when every
-        # step's first parameter write also submitted, found 15 ahead of 0 and 10 on the H200.)
+        # H100, GPU-resident loop at 1K (bench/NOTES.md, commit 667f03c): ahead of every 15 (a submit half-way through
+        # each step) in 11 of 14 alternating rounds, medians 653 / 636 and 660 / 641 tok/s. (With a submit at every
+        # step's first parameter write, commit 3c88574 found 15 ahead of 0 and 10 on the H200.)
         self.submit_every = 0
         # batches submit every BATCH_SUBMIT_EVERY layers: a 512-token step records for ~8 ms on the H200
         # while its GPU time is ~35 ms, so the GPU waits only for the first layers' recording
         self.batch_submit_every = BATCH_SUBMIT_EVERY
         # the first after the first layer alone (BATCH_FIRST_SUBMIT; 0: none apart), so the GPU starts one layer's
-        # recording sooner (~0.2 ms of a 512-token step's ~12 on the H100, bench/NOTES.md session 33)
+        # recording sooner (~0.2 ms of a 512-token step's ~12 on the H100, bench/NOTES.md, commit d7884c4)
         self.batch_first_submit = BATCH_FIRST_SUBMIT
         # and each of those submits starts reading the rows recorded so far (`KVCache.read_ahead`), so the step's
         # sync commits the first layers' rows to the host master while the GPU works on the last ones. Only where
@@ -97,7 +97,7 @@ class GpuModel:
         self.read_ahead = gpu.reads_in_flight and not gpu.is_cpu
         # decode steps fold RMSNorm into the matmul after it where the kernel can (GPUs; the same bits:
         # matmul.wgsl). Not for batches on that matvec: every workgroup would sum x^2 for its 8 tokens again, where
-        # one norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, session 5)
+        # one norm dispatch does it once (H200: prefill about 20% slower with it; bench/NOTES.md, commit aed3db5)
         self.fuse_norm = True
         # batches that take the tiled matmul fold the norm into it the tiled way (matmul_tiled.wgsl NORM: each
         # activation staged times its norm weight, each token's products scaled after the sum; the x^2 sums come

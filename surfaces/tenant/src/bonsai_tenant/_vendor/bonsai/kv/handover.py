@@ -9,7 +9,7 @@ extra bytes: the loop's tokens) and their rows reach the host master in booking 
 Layout: every step's flags in a fixed-size slot from word 0, then the steps' rows one after the other
 from word `rows_at`, each step's at the end of the last one's. A slot sized for the worst case (a
 step that fills a grouped mode's group copies the whole quantised group) would make every read carry
-that room: q4res read 7.5 MB per 16 steps instead of 0.75 MB (bench/NOTES.md, session 9).
+that room: q4res read 7.5 MB per 16 steps instead of 0.75 MB (bench/NOTES.md, commit 7709cec).
 """
 
 from __future__ import annotations

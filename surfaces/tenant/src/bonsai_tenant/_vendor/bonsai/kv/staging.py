@@ -31,7 +31,7 @@ ALSO_BYTES = 256  # room at the end of the staging buffer for `readback(also=...
 
 # A sync after reads ahead records the read of the step's remaining rows and submits it before committing the reads
 # ahead, so the GPU runs the step's last layers (recorded, not yet submitted) while the host commits the first ones:
-# a 512-token f32 prompt step's last read had waited 1.7 ms after the last commit ahead (bench/NOTES.md, session 25).
+# a 512-token f32 prompt step's last read had waited 1.7 ms after the last commit ahead (bench/NOTES.md, commit 33c3353).
 LAST_READ_FIRST = True
 
 

@@ -27,11 +27,11 @@ WG = 64
 
 # A matrix of at least TALL_ROWS rows gets TALL_LANES threads per row: with 16 the default model's 49,152-row
 # output head was 12,288 workgroups and took 89-90 us a decode step on the H200, with 2 lanes 33-35 us (4: 48,
-# 1: 36); the layers' 576-3,072-row matrices were fastest with 16 of 1-16 (bench/NOTES.md, session 12).
+# 1: 36); the layers' 576-3,072-row matrices were fastest with 16 of 1-16 (bench/NOTES.md, commit c6ec15b).
 TALL_ROWS, TALL_LANES = 16384, 2
 # One token (a decode step) takes enough lanes to load all of a row's chunks in one round, up to DECODE_LANES:
 # the default model's 18- and 48-chunk rows at 32 lanes instead of 16 made the decode step's layer matrices
-# 1.2-1.8x faster on the H200 and decode +3-5% (bench/NOTES.md, session 16). Two rows per workgroup at least:
+# 1.2-1.8x faster on the H200 and decode +3-5% (bench/NOTES.md, commit bdbc0e9). Two rows per workgroup at least:
 # the SwiGLU and RoPE epilogues pair rows 2i and 2i + 1 in one workgroup. Batches keep the rule of lanes_for
 # (at 32 lanes a 512-token matvec prefill was 0.91x as fast).
 DECODE_LANES = 32
@@ -58,7 +58,7 @@ CPU_ROWS, CPU_TOKENS = 8, 4
 # them 2-3x faster than the generic `main`); False: always `main` (benchmarks compare the two)
 CPU_NAMED_TILES = True
 # main1's @workgroup_size: decode matmuls have few rows (576 / 8 = 72 invocations), and 64-wide groups left
-# one CPU thread most of the work (lavapipe and SwiftShader decode 1.2-1.3x faster with 16; NOTES session 9)
+# one CPU thread most of the work (lavapipe and SwiftShader decode 1.2-1.3x faster with 16; bench/NOTES.md, commit 7709cec)
 CPU_DECODE_WG = 16
 PLANAR_TEXELS = {"F32": 8, "F16": 4, "Q4_0": 1, "Q4_1": 1, "Q8_0": 2, "Q1_0": 1}  # value texels per block
 

@@ -45,7 +45,7 @@ fn merge_window(idx: u32, j: u32) {
     let nblocks = window_blocks();
     // ROUND blocks per round: their folds are first loaded into workgroup memory, eight loads written out
     // at a time (a loop of loads waits one memory round trip per iteration on the H200, bench/NOTES.md
-    // session 7), then merged one block at a time in block order: the same operations as one block
+    // commit 38216dc), then merged one block at a time in block order: the same operations as one block
     // loaded per iteration.
     for (var r0 = 0u; r0 < nblocks; r0 = r0 + ROUND) {
         let cnt = min(ROUND, nblocks - r0);

@@ -12,7 +12,7 @@
 // invocations write the same word. (One invocation per channel walking all 64 positions took 13.4 us a layer of a
 // 512-token q4res prompt on the H100, and the V rows' store kernel, one invocation per row finding its range,
 // 11.4 us more in a dispatch of its own, and a third dispatch copied the groups into staging: bench/NOTES.md
-// session 26.)
+// commit bd8ccea.)
 
 struct Params { src_word: u32, dst_word: u32, v_src: u32, v_dst: u32 }
 struct Staged { k: u32, v: u32, a0: u32, a1: u32 }  // a parameter of its own: a decode step's `p` is a step parameter

@@ -93,7 +93,7 @@ fn main_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: 
 // rotates it (q4r's K: a private copy through hadamard.wgsl, skipped for a flagged row) and takes its
 // scales, the codec's comparisons in the codec's order; then invocation w packs value word w. (One
 // invocation per row with the row in a private array, the kernel before it, took 25 us for a q4res V
-// group's 192 rows on the H200, 6 ms of a 512-token prefill step: bench/NOTES.md session 11.)
+// group's 192 rows on the H200, 6 ms of a 512-token prefill step: bench/NOTES.md, commit a5062ac.)
 var<workgroup> xs: array<f32, {{HEAD_DIM}}>;
 var<workgroup> row_scales: array<u32, {{HEAD_DIM}}>;  // asymmetric: [0] = scale | min << 16; else per block
 var<workgroup> row_bad: u32;
