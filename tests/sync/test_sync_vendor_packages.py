@@ -1,6 +1,6 @@
-"""Issue 18, done-when: real packages from the installed environment, vendored into scratch repos
-with the configuration the README documents and nothing else, import and run from the copy alone
-in an isolated interpreter (`python -I -S`, sys.path = the copy)."""
+"""Real packages from the installed environment, vendored into scratch repos with the configuration
+docs/bonsai-sync.md documents and nothing else, import and run from the copy alone in an isolated
+interpreter (`python -I -S`, sys.path = the copy), every public name of each package included."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-# The README's "Vendoring real packages" table, verbatim.
+# docs/bonsai-sync.md's "Vendoring real packages" table, verbatim.
 CASES = {
     "yaml": (["PyYAML"], (
         'entry = ["yaml"]\n'  # its constructor imports the modules a document names: nothing to copy
