@@ -27,12 +27,18 @@ import bonsai_gguf
 from results_file import write_results
 
 HERE = Path(__file__).parent
+RUN_TIMEOUT_S = 240  # one tool's run: a hang costs this, not the whole call
 
 
 def run(cmd: list[str], log: list[dict]) -> str:
     """Run a command, echo its output, keep it in `log`; a failure is logged and does not stop the others."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"timed out after {RUN_TIMEOUT_S} s: {' '.join(cmd)}", flush=True)
+        log.append({"cmd": cmd, "rc": None, "s": time.perf_counter() - t0})
+        return ""
     print(p.stdout[-6000:], p.stderr[-3000:] if p.returncode else "", sep="\n", flush=True)
     log.append({"cmd": cmd, "rc": p.returncode, "s": time.perf_counter() - t0})
     return p.stdout if p.returncode == 0 else ""
