@@ -120,7 +120,7 @@ def table(results: list[dict], peak_gflop_s: float | None) -> str:
         k = r.get("kernels")
         if k:
             step = k["step"]
-            top = ", ".join(f"{x['kernel'].split('(')[0]} {x['step_us']:.0f} us" for x in k["kinds"][:5])
+            top = ", ".join(f"{x['kernel']} x{x['per_step']} {x['step_us']:.0f} us" for x in k["kinds"][:5])
             lines.append(f"| | decode step after {k['context']:,} (kernel_probe) | {step['gpu_ms_per_step']:.2f} ms GPU, "
                          f"{step['dispatches']} dispatches; largest kinds: {top} | | |")
     return "\n".join(lines)
