@@ -3,7 +3,8 @@
 Each matrix is uploaded in enough copies to pass 256 MiB (so the card's L2 cache cannot serve a repeat), and
 the copies' one-token products are recorded round after round into one pass: GPU time from the submit to idle,
 net of an empty round trip, per product. Variants: the lanes-per-row kernel every other type uses
-(`lanes`) and the SPREAD kernel with R rows per workgroup (`rows=R`). The copy kernel's figure counts the bytes
+(`lanes`), the SPREAD kernel with the runtime's rows per workgroup (`table`, matmul.Q1_ROWS) and with R
+(`rows=R`). The copy kernel's figure counts the bytes
 read and written; a product's counts the weight bytes it reads. Prints a markdown table and writes JSON.
 
     python bench/q1_probe.py [--shapes 8B,1.7B] [--rows 4,8,16,32] [--rounds 5] [--out q1_probe.json]
@@ -27,6 +28,7 @@ from bonsai.ops import matmul as mm
 from bonsai.ops.qtypes import QTYPES
 
 Q1 = QTYPES["Q1_0"]
+RUNTIME_ROWS = list(mm.Q1_ROWS)  # the runtime's table (variant `table`)
 SPAN = 256 << 20  # bytes of copies per shape: well past an H100's (50 MiB) or H200's L2
 
 
@@ -73,8 +75,7 @@ def product_rows(gpu: Gpu, name: str, rows: int, cols: int, variants: list[str],
     out, first = [], None
     for v in variants:
         mm.Q1_SPREAD = v != "lanes"
-        if mm.Q1_SPREAD:
-            mm.Q1_ROWS = [(0, int(v.split("=")[1]))]
+        mm.Q1_ROWS = [(0, int(v.split("=")[1]))] if v.startswith("rows=") else RUNTIME_ROWS
         ms = [mm.QMatrix(b, Q1, rows, cols, name) for b in bufs]  # fresh: lanes are cached per matrix
         prm = gpu.upload(ms[0].params(1, cols, rows))
         mm.dispatch(gpu, ms[0], x, y, prm, 1)  # compile
@@ -83,9 +84,10 @@ def product_rows(gpu: Gpu, name: str, rows: int, cols: int, variants: list[str],
         s = min(gpu_seconds(gpu, lambda i, ms=ms, prm=prm: mm.dispatch(gpu, ms[i % copies], x, y, prm, 1),
                             copies * rounds) for _ in range(2))
         out.append({"matrix": name, "rows": rows, "cols": cols, "variant": v, "us": s * 1e6,
+                    "rows_per_group": mm.q1_rows(rows) if mm.Q1_SPREAD else None,
                     "weight_gb_s": raw.nbytes / s / 1e9, "copies": copies,
                     "max_diff_vs_first": float(np.max(np.abs(got - first)) / max(np.max(np.abs(first)), 1e-30))})
-    mm.Q1_SPREAD, mm.Q1_ROWS = True, [(0, 16)]
+    mm.Q1_SPREAD, mm.Q1_ROWS = True, RUNTIME_ROWS
     return out
 
 
@@ -97,19 +99,18 @@ def main() -> None:
     p.add_argument("--out", default="bench/results/q1_probe.json")
     a = p.parse_args()
     gpu = Gpu.create()
-    saved = mm.Q1_SPREAD, mm.Q1_ROWS
     copy = copy_bandwidth(gpu, SPAN, 20)
-    variants = ["lanes"] + [f"rows={r}" for r in a.rows.split(",")]
+    variants = ["lanes", "table"] + [f"rows={r}" for r in a.rows.split(",")]
     rows = []
     for shape in a.shapes.split(","):
         for name, r, c in shapes(shape):
             rows += product_rows(gpu, name, r, c, variants, a.rounds)
-    mm.Q1_SPREAD, mm.Q1_ROWS = saved
     print(f"{gpu.description}: copy kernel {copy / 1e9:.0f} GB/s (read + write, {SPAN >> 20} MiB)")
     print("| matrix | rows x cols | variant | us | weight GB/s | of copy | rel. diff |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['matrix']} | {r['rows']} x {r['cols']} | {r['variant']} | {r['us']:.1f} | "
+        v = r["variant"] + (f" ({r['rows_per_group']} rows)" if r["variant"] == "table" else "")
+        print(f"| {r['matrix']} | {r['rows']} x {r['cols']} | {v} | {r['us']:.1f} | "
               f"{r['weight_gb_s']:.0f} | {r['weight_gb_s'] * 1e9 / copy:.0%} | {r['max_diff_vs_first']:.1e} |")
     write_results(a.out, {"host": platform.node(), "device": gpu.description, "copy_gb_s": copy / 1e9,
                           "rows": rows})
