@@ -36,10 +36,12 @@ TALL_ROWS, TALL_LANES = 16384, 2
 # (at 32 lanes a 512-token matvec prefill was 0.91x as fast).
 DECODE_LANES = 32
 # Q1_0 rows per workgroup of a decode step (matmul.wgsl SPREAD: each invocation covers every row of the workgroup
-# over its share of the chunks, so x is loaded once per Q1_ROWS rows): by the matrix's (rows, cols), a row of
-# this table applying where rows >= its first entry; measured on the H100 with bench/scale_bench.py (bench/NOTES.md).
+# over its share of the chunks, so x is loaded once per that many rows), by the matrix's height: the entry with
+# the largest first number <= rows applies. More rows per workgroup load x fewer times; fewer leave more workgroups
+# to spread over the SMs: this table keeps at least 512 (about four per SM of an H100) down to 2 rows. Not yet
+# timed on a GPU: bench/q1_probe.py times every choice per Bonsai matrix shape (bench/scale_bench.py --q1-probe).
 # A power of two from 2 to 32 (pairs in one workgroup for the SwiGLU and RoPE epilogues; `red` is 32 x 65 floats).
-Q1_ROWS: list[tuple[int, int]] = [(0, 16)]
+Q1_ROWS: list[tuple[int, int]] = [(0, 2), (2048, 4), (4096, 8), (8192, 16)]
 Q1_SPREAD = True  # False: Q1_0 decode products on the lanes-per-row kernel like every other type (benchmarks compare)
 
 
