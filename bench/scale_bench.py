@@ -121,7 +121,7 @@ def table(results: list[dict], peak_gflop_s: float | None) -> str:
         if k:
             step = k["step"]
             top = ", ".join(f"{x['kernel']} x{x['per_step']} {x['step_us']:.0f} us" for x in k["kinds"][:5])
-            lines.append(f"| | decode step after {k['context']:,} (kernel_probe) | {step['gpu_ms_per_step']:.2f} ms GPU, "
+            lines.append(f"| | decode step after {k['context']:,} (kernel_probe; kinds repeated, L2-warm) | {step['gpu_ms_per_step']:.2f} ms GPU, "
                          f"{step['dispatches']} dispatches; largest kinds: {top} | | |")
     return "\n".join(lines)
 
