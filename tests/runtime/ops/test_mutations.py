@@ -70,9 +70,7 @@ def test_matmul_mutant_is_caught(gpu, monkeypatch, what, name, old, new, check):
     real = mm.kernel
 
     def mutant(gpu_, m, tt, accum=False, entry="main", out=mm.OUT_PLAIN, norm=False, rope_hd=0):
-        consts = dict(QTYPE=m.qtype.ggml_id, WG=mm.WG, LANES=m.lanes_at(tt), TT=tt, ACCUM=accum, OUT=out,
-                      NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
-        return _compile(gpu_, "matmul.wgsl", old, new, entry=entry, **consts)
+        return _compile(gpu_, "matmul.wgsl", old, new, entry=entry, **mm.constants(m, tt, accum, out, norm, rope_hd))
 
     monkeypatch.setattr(mm, "kernel", mutant)
     assert not check(gpu, name), f"mutation not caught: {what}"

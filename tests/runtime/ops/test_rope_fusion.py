@@ -16,11 +16,11 @@ HD, NQ, NKV, COLS, THETA = 64, 2, 1, 128, 10000.0
 N1, N2 = NQ * HD, NKV * HD
 
 
-def _qkv(gpu, x: np.ndarray, pos: int, fused: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _qkv(gpu, x: np.ndarray, pos: int, fused: bool, name: str = "Q4_1") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q, k, v) for the tokens of x at positions pos..: one fused dispatch, or the split matmul then rope.wgsl."""
     t = len(x)
-    raw = quantized("Q4_1", N1 + 2 * N2, COLS, seed=3)
-    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES["Q4_1"], N1 + 2 * N2, COLS, texture=False)
+    raw = quantized(name, N1 + 2 * N2, COLS, seed=3)
+    m = mm.upload_matrix(gpu, raw.tobytes(), QTYPES[name], N1 + 2 * N2, COLS, texture=False)
     q, k, v = gpu.buffer(t * N1 * 4), gpu.buffer(t * N2 * 4), gpu.buffer(t * N2 * 4)
     prm = gpu.upload(m.params(t, COLS, 0, n1=N1, n2=N2))
     block = gpu.upload(rope.params(NQ + NKV, HD, HD, pos, NQ) + rope.angle_rows(pos, t, HD, THETA))
@@ -34,6 +34,16 @@ def _qkv(gpu, x: np.ndarray, pos: int, fused: bool) -> tuple[np.ndarray, np.ndar
 def test_rope_in_the_qkv_epilogue_gives_the_bits_of_the_rope_dispatch(gpu, t, pos):
     x = np.random.default_rng(t + pos).standard_normal((t, COLS)).astype(np.float32)
     fused, separate = _qkv(gpu, x, pos, True), _qkv(gpu, x, pos, False)
+    for a, b in zip(fused, separate, strict=True):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("pos", [0, 1099])
+def test_rope_in_the_epilogue_of_a_q1_0_decode_product(gpu, pos):
+    """Q1_0's one-token product (SPREAD: a workgroup's rows summed across all its invocations) hands the epilogue
+    the same pairs: the fused rotation gives the bits of the split product, then rope.wgsl."""
+    x = np.random.default_rng(pos).standard_normal((1, COLS)).astype(np.float32)
+    fused, separate = _qkv(gpu, x, pos, True, "Q1_0"), _qkv(gpu, x, pos, False, "Q1_0")
     for a, b in zip(fused, separate, strict=True):
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 

@@ -35,6 +35,14 @@ TALL_ROWS, TALL_LANES = 16384, 2
 # the SwiGLU and RoPE epilogues pair rows 2i and 2i + 1 in one workgroup. Batches keep the rule of lanes_for
 # (at 32 lanes a 512-token matvec prefill was 0.91x as fast).
 DECODE_LANES = 32
+# Q1_0 rows per workgroup of a decode step (matmul.wgsl SPREAD: each invocation covers every row of the workgroup
+# over its share of the chunks, so x is loaded once per that many rows), by the matrix's height: the entry with
+# the largest first number <= rows applies. More rows per workgroup load x fewer times; fewer leave more workgroups
+# to spread over the SMs: this table keeps at least 512 (about four per SM of an H100) down to 2 rows. Not yet
+# timed on a GPU: bench/q1_probe.py times every choice per Bonsai matrix shape (bench/scale_bench.py --q1-probe).
+# A power of two from 2 to 32 (pairs in one workgroup for the SwiGLU and RoPE epilogues; `red` is 32 x 65 floats).
+Q1_ROWS: list[tuple[int, int]] = [(0, 2), (2048, 4), (4096, 8), (8192, 16)]
+Q1_SPREAD = True  # False: Q1_0 decode products on the lanes-per-row kernel like every other type (benchmarks compare)
 
 
 def lanes_for(k: int, q: QType, rows: int = 0, t: int = 2) -> int:
@@ -43,6 +51,8 @@ def lanes_for(k: int, q: QType, rows: int = 0, t: int = 2) -> int:
     chunks without idling most of them (at most 16)."""
     chunks = k // 32
     lanes = 1
+    if t == 1 and q.name == "Q1_0" and Q1_SPREAD:  # SPREAD: all WG invocations share the chunks, LANES add up each row
+        return WG // q1_rows(rows)
     if t == 1 and rows < TALL_ROWS:
         while lanes < DECODE_LANES and lanes < chunks:
             lanes *= 2
@@ -50,6 +60,11 @@ def lanes_for(k: int, q: QType, rows: int = 0, t: int = 2) -> int:
     while lanes < 16 and lanes * 2 <= chunks:
         lanes *= 2
     return min(lanes, TALL_LANES) if rows >= TALL_ROWS else lanes
+
+
+def q1_rows(rows: int) -> int:
+    """Rows per workgroup of a Q1_0 decode product (`Q1_ROWS`)."""
+    return [r for lo, r in Q1_ROWS if rows >= lo][-1]
 
 
 # CPU kernel tiles (rows x tokens per invocation), measured on lavapipe (bench/NOTES.md)
@@ -156,13 +171,21 @@ def spare_buffers(gpu: Any) -> tuple[Any, Any, Any, Any]:
     return _SPARES[gpu]
 
 
+def constants(m: QMatrix, tt: int, accum: bool = False, out: int = OUT_PLAIN, norm: bool = False,
+              rope_hd: int = 0) -> dict[str, Any]:
+    """matmul.wgsl's template constants for a buffer matrix and TT = tt tokens per workgroup."""
+    lanes = m.lanes_at(tt)
+    spread = tt == 1 and m.qtype.name == "Q1_0" and Q1_SPREAD
+    return dict(QTYPE=m.qtype.ggml_id, WG=WG, LANES=lanes, TT=tt, ACCUM=accum, OUT=out, NORM=norm, ROPE=rope_hd > 0,
+                ROPE_HD=rope_hd, SPREAD=spread, RED=(WG // lanes) * (WG + 1) if spread else 1)
+
+
 def kernel(gpu: Any, m: QMatrix, tt: int, accum: bool = False, entry: str = "main", out: int = OUT_PLAIN,
            norm: bool = False, rope_hd: int = 0) -> Any:
     if m.tex is not None:
         return gpu.kernel(__package__, "matmul_cpu.wgsl", entry=entry, QTYPE=m.qtype.ggml_id,
                           VT=PLANAR_TEXELS[m.qtype.name], BLK=_block(m), R=CPU_ROWS, TT=tt, ACCUM=accum, OUT=out)
-    return gpu.kernel(__package__, "matmul.wgsl", entry=entry, QTYPE=m.qtype.ggml_id, WG=WG,
-                      LANES=m.lanes_at(tt), TT=tt, ACCUM=accum, OUT=out, NORM=norm, ROPE=rope_hd > 0, ROPE_HD=rope_hd)
+    return gpu.kernel(__package__, "matmul.wgsl", entry=entry, **constants(m, tt, accum, out, norm, rope_hd))
 
 
 def fuses_norm(m: QMatrix) -> bool:

@@ -27,6 +27,12 @@ const NORM: bool = {{NORM}};
 // step needs no RoPE dispatch. A pair's two rows are in one workgroup (ROWS is even).
 const ROPE: bool = {{ROPE}};
 const ROPE_HD: u32 = max({{ROPE_HD}}u, 2u);  // never 0: Tint (Chrome) rejects a constant zero divisor even where ROPE leaves it dead
+// SPREAD (Q1_0, one token per workgroup): every invocation takes a share of the row's 32-weight chunks for all
+// ROWS rows of the workgroup, so each chunk of x is loaded once for ROWS rows (one bit of weight per 32 bits of
+// x: re-reading x for every row bound the kernel by x's loads, not by the weights'). The ROWS x WG partial
+// sums meet in `red`; then each row's LANES invocations add a segment of them and the usual tree below finishes.
+const SPREAD: bool = {{SPREAD}};
+const RED: u32 = {{RED}}u;       // `red`'s size: ROWS * (WG + 1) with SPREAD (a padded row per ROWS row), else 1
 
 // params (u32): n rows, k cols, t tokens, row_bytes, x_stride (floats, multiple of 4),
 //               y_stride (floats), y_offset (floats), x_offset (floats, multiple of 4), n1, n2
@@ -40,6 +46,7 @@ const ROPE_HD: u32 = max({{ROPE_HD}}u, 2u);  // never 0: Tint (Chrome) rejects a
 @group(0) @binding(7) var<storage, read> rp: array<u32>;        // ROPE: header, then each token's (cos, sin)
 
 var<workgroup> part: array<f32, WG * TT>;
+var<workgroup> red: array<f32, RED>;
 
 //#include "raw_blocks.wgsl"
 //#include "quant_lanes.wgsl"
@@ -110,6 +117,45 @@ fn chunk(rb: u32, c: u32) -> array<vec4<f32>, 8> {
     return o;
 }
 
+// Four weights of a Q1_0 chunk against x: xv with its sign flipped where the weight's bit is 0 (nq holds the
+// inverted bits; bit sh + j moves to the sign bit), so the sum times d is the product (w = +-d).
+fn q1_signed(xv: vec4<f32>, nq: u32, sh: u32) -> vec4<f32> {
+    let m = (vec4<u32>(nq) << (vec4<u32>(31u, 30u, 29u, 28u) - sh)) & vec4<u32>(0x80000000u);
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(xv) ^ m);
+}
+
+// SPREAD: this invocation's share of row li / LANES's product for token wid.y (the normed x where NORM, with
+// the token's norm scale `sc`): all ROWS rows over chunks li, li + WG, ..., then the row's segment of `red`.
+fn spread_partial(wid: vec3<u32>, li: u32, sc: f32) -> f32 {
+    let n = p[0]; let k = p[1]; let row_bytes = p[3];
+    let xs = p[4] / 4u; let xo = p[7] / 4u;
+    let r0 = wid.x * ROWS;
+    var acc: array<f32, ROWS>;
+    for (var c = li; c < k / 32u; c += WG) {
+        let xb = wid.y * xs + xo + c * 8u;
+        var xv: array<vec4<f32>, 8>;
+        for (var v = 0u; v < 8u; v++) {
+            if (NORM) { xv[v] = (x[xb + v] * sc) * nw[c * 8u + v]; } else { xv[v] = x[xb + v]; }
+        }
+        let off = (c >> 2u) * 18u;
+        let wo = off + 2u + 4u * (c & 3u);
+        for (var j = 0u; j < ROWS; j++) {
+            let rb = min(r0 + j, n - 1u) * row_bytes;  // rows past n repeat the last one; never stored
+            let d = half_at(rb + off);
+            let nq = ~word_at(rb + wo);
+            let s = (q1_signed(xv[0], nq, 0u) + q1_signed(xv[1], nq, 4u)) + (q1_signed(xv[2], nq, 8u) + q1_signed(xv[3], nq, 12u))
+                  + ((q1_signed(xv[4], nq, 16u) + q1_signed(xv[5], nq, 20u)) + (q1_signed(xv[6], nq, 24u) + q1_signed(xv[7], nq, 28u)));
+            acc[j] += d * ((s.x + s.y) + (s.z + s.w));
+        }
+    }
+    for (var j = 0u; j < ROWS; j++) { red[j * (WG + 1u) + li] = acc[j]; }
+    workgroupBarrier();
+    let base = (li / LANES) * (WG + 1u) + (li % LANES) * ROWS;  // LANES segments of ROWS partials per row
+    var s = 0.0;
+    for (var i = 0u; i < ROWS; i++) { s += red[base + i]; }
+    return s;
+}
+
 // The products of the workgroup's ROWS rows x TT tokens (the norm first where NORM), summed over the
 // row's lanes: part[li * TT + t] for the first lane of each row. Every entry point starts with it.
 fn product(wid: vec3<u32>, li: u32) {
@@ -150,7 +196,9 @@ fn product(wid: vec3<u32>, li: u32) {
         for (var t = 0u; t < TT; t++) { scale[t] = 1.0 / sqrt(part[t] / f32(k) + bitcast<f32>(p[10])); }
         workgroupBarrier();  // every invocation has read part before it is reused below
     }
-    if (r < n) {
+    if (SPREAD) {
+        acc[0] = spread_partial(wid, li, scale[0]);
+    } else if (r < n) {
         let rb = r * row_bytes;
         for (var c = lane; c < k / 32u; c += LANES) {
             let wv = chunk(rb, c);
