@@ -1,8 +1,8 @@
 """A small Bonsai-shaped model (Qwen3, every matrix Q1_0, head dim 128) force-decoded against the numpy reference.
 
 A few hundred tokens: batched prefill steps, then a long tail of one-token decode steps, on each kernel family
-(the CPU kernels a CPU adapter picks, and the buffer kernels a GPU picks, Q1_0's one-token SPREAD product
-included), scored as the default model's long forced decoding is (`long_forced.compare`). The mutation makes
+(the CPU kernels a CPU adapter picks, and the buffer kernels a GPU picks, with and without Q1_0's one-token
+SPREAD product), scored as the default model's long forced decoding is (`long_forced.compare`). The mutation makes
 SPREAD drop one partial of each row, and the check must see it.
 """
 
@@ -38,7 +38,8 @@ def reference_run(bonsai_shaped, gpu):
     return ids, steps, lf.reference_forced(model, ids, steps, "f32")[0]
 
 
-def _engine(path, gpu, monkeypatch, buffers: bool):
+def _engine(path, gpu, monkeypatch, buffers: bool, spread: bool = False):
+    monkeypatch.setattr(mm, "Q1_SPREAD", spread)
     if buffers:  # the matrices stay in storage buffers: the GPU kernels, even on a CPU adapter
         monkeypatch.setattr(mm, "_planar", lambda gpu, m: m)
     return load_engine(path, gpu=gpu, kv="f32", max_positions=TOKENS, progress=False)
@@ -57,11 +58,13 @@ def test_the_model_has_bonsai_s_layout(bonsai_shaped):
     assert (cfg.arch, cfg.head_dim, cfg.qk_norm, cfg.tied_output) == ("qwen3", 128, True, True)
 
 
-@pytest.mark.parametrize("buffers", [False, True], ids=["cpu-kernels", "gpu-kernels"])
-def test_forced_decoding_matches_the_reference(bonsai_shaped, gpu, monkeypatch, reference_run, buffers):
-    engine = _engine(bonsai_shaped[0], gpu, monkeypatch, buffers)
+@pytest.mark.parametrize("buffers,spread", [(False, False), (True, False), (True, True)],
+                         ids=["cpu-kernels", "gpu-kernels", "gpu-kernels-spread"])
+def test_forced_decoding_matches_the_reference(bonsai_shaped, gpu, monkeypatch, reference_run, buffers, spread):
+    engine = _engine(bonsai_shaped[0], gpu, monkeypatch, buffers, spread)
     if buffers:
-        assert engine.model.w.layers[0].wo.tex is None and mm.constants(engine.model.w.layers[0].wo, 1)["SPREAD"]
+        assert engine.model.w.layers[0].wo.tex is None
+        assert mm.constants(engine.model.w.layers[0].wo, 1)["SPREAD"] == spread
     r = _check(engine, reference_run)
     assert r.tokens == TOKENS and r.ok, r.describe()
 
@@ -70,5 +73,5 @@ def test_a_spread_product_that_drops_a_partial_is_caught(bonsai_shaped, gpu, mon
     patch_shader(monkeypatch, gpu, "matmul.wgsl", "for (var i = 0u; i < ROWS; i++) { s += red[base + i]; }",
                  "for (var i = 1u; i < ROWS; i++) { s += red[base + i]; }")
     batched = sum(1 for s, e in reference_run[1] if e - s > 1)
-    r = _check(_engine(bonsai_shaped[0], gpu, monkeypatch, True), reference_run, batched + 8)  # 8 decode steps
+    r = _check(_engine(bonsai_shaped[0], gpu, monkeypatch, True, spread=True), reference_run, batched + 8)  # 8 steps
     assert not r.ok and r.first_bad is not None and r.first_bad >= TOKENS - TAIL, r.describe()

@@ -19,6 +19,13 @@ Q1 = QTYPES["Q1_0"]
 COLUMNS = [*range(32), 37, 70, 101, 127, 130, 200, 255]
 
 
+
+@pytest.fixture(autouse=True)
+def spread(monkeypatch):
+    """These tests are of the SPREAD product, which the runtime keeps off until it is timed on a GPU."""
+    monkeypatch.setattr(mm, "Q1_SPREAD", True)
+
+
 def _one_token(gpu, m, x, **kw):
     y = gpu.buffer(m.rows * 4)
     mm.dispatch(gpu, m, gpu.upload(np.ascontiguousarray(x, np.float32)), y, gpu.upload(m.params(1, m.cols, m.rows,

@@ -42,7 +42,10 @@ DECODE_LANES = 32
 # timed on a GPU: bench/q1_probe.py times every choice per Bonsai matrix shape (bench/scale_bench.py --q1-probe).
 # A power of two from 2 to 32 (pairs in one workgroup for the SwiGLU and RoPE epilogues; `red` is 32 x 65 floats).
 Q1_ROWS: list[tuple[int, int]] = [(0, 2), (2048, 4), (4096, 8), (8192, 16)]
-Q1_SPREAD = True  # False: Q1_0 decode products on the lanes-per-row kernel like every other type (benchmarks compare)
+# SPREAD is off until bench/q1_probe.py has timed it on a GPU against the lanes-per-row kernel every other type uses.
+# It also sums a token's products in another order than a batch does (d * (+-x) per chunk, not (+-d) * x), so a
+# token decoded alone would no longer equal, bit for bit, the same token inside a prompt's batch.
+Q1_SPREAD = False
 
 
 def lanes_for(k: int, q: QType, rows: int = 0, t: int = 2) -> int:
