@@ -3,7 +3,7 @@
 One command on the GPU machine: writes each shape's GGUF to a temporary folder (never the repository), then
 per shape runs decode_bench.py (decode after each --contexts length, prefill 512, dispatches per token),
 kernel_probe.py (the per-kernel split of a decode step after 1,024 tokens) and, given --llama, llama.cpp's
-`llama bench` (pp512, tg128 at the same depths) on the same file; --q1-probe adds q1_probe.py (the Q1_0
+`llama bench` (pp512, tg128 at the same depths) on the same file; --q1-probe adds probes/q1_probe.py (the Q1_0
 product beside a copy kernel's bandwidth) and the f32 FMA peak of roofline_probe.py. Prints one markdown table
 and writes JSON with every tool's own output.
 
@@ -147,7 +147,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=a.tmp) as tmp:
         if a.q1_probe:
             js = Path(tmp) / "q1.json"
-            run([sys.executable, "q1_probe.py", "--out", str(js)], log)
+            run([sys.executable, "probes/q1_probe.py", "--out", str(js)], log)
             if js.exists():
                 extra["q1_probe"] = json.loads(js.read_text())
             js = Path(tmp) / "roof.json"

@@ -7,25 +7,29 @@ net of an empty round trip, per product. Variants: the lanes-per-row kernel ever
 (`rows=R`). The copy kernel's figure counts the bytes
 read and written; a product's counts the weight bytes it reads. Prints a markdown table and writes JSON.
 
-    python bench/q1_probe.py [--shapes 8B,1.7B] [--rows 4,8,16,32] [--rounds 5] [--out q1_probe.json]
+    python bench/probes/q1_probe.py [--shapes 8B,1.7B] [--rows 4,8,16,32] [--rounds 5] [--out q1_probe.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
+from pathlib import Path
 
-import numpy as np
-from bonsai_gguf import REAL_VOCAB, q1_matrix
-from bonsai_gguf import SHAPES as MODEL_SHAPES
-from results_file import write_results
-from wgsl_file import load_kernel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: bonsai_gguf and the shared modules
 
-from bonsai.gpu.device import Gpu
-from bonsai.gpu.limits import grid, workgroups
-from bonsai.ops import matmul as mm
-from bonsai.ops.qtypes import QTYPES
+import numpy as np  # noqa: E402
+from bonsai_gguf import REAL_VOCAB, q1_matrix  # noqa: E402
+from bonsai_gguf import SHAPES as MODEL_SHAPES  # noqa: E402
+from results_file import write_results  # noqa: E402
+from wgsl_file import load_kernel  # noqa: E402
+
+from bonsai.gpu.device import Gpu  # noqa: E402
+from bonsai.gpu.limits import grid, workgroups  # noqa: E402
+from bonsai.ops import matmul as mm  # noqa: E402
+from bonsai.ops.qtypes import QTYPES  # noqa: E402
 
 Q1 = QTYPES["Q1_0"]
 RUNTIME_ROWS = list(mm.Q1_ROWS)  # the runtime's table (variant `table`)
@@ -58,7 +62,7 @@ def gpu_seconds(gpu: Gpu, record, n: int) -> float:
 
 def copy_bandwidth(gpu: Gpu, nbytes: int, rounds: int) -> float:
     """Bytes read + written per second by copy_probe.wgsl over a buffer of nbytes (best of three)."""
-    kernel = load_kernel(gpu, "copy_probe.wgsl", WG=256)
+    kernel = load_kernel(gpu, "probes/copy_probe.wgsl", WG=256)
     src, dst = gpu.buffer(nbytes), gpu.buffer(nbytes)
     groups = grid(workgroups(nbytes // 16, 256))
     best = min(gpu_seconds(gpu, lambda i: gpu.dispatch(kernel, [src, dst], groups), rounds) for _ in range(3))
