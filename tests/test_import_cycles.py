@@ -1,4 +1,4 @@
-"""No import cycles among the runtime's modules (grimp's graph, `if TYPE_CHECKING:` imports included)."""
+"""No import cycles among the runtime's or bonsai-sync's modules (grimp's graph, `if TYPE_CHECKING:` imports included)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,21 @@ def import_cycles(package: str, root: Path) -> list[str]:
 
 def test_the_runtime_has_no_import_cycle():
     assert import_cycles("bonsai", REPO / "runtime") == []
+
+
+def test_bonsai_sync_has_no_import_cycle():
+    assert import_cycles("bonsai_sync", REPO / "sync") == []
+
+
+def test_a_cycle_in_bonsai_sync_is_caught(tmp_path):
+    """Mutation: the freshness step importing the workspace that composes it (a circle once broken) is reported."""
+    copy = tmp_path / "sync"
+    shutil.copytree(REPO / "sync" / "bonsai_sync", copy / "bonsai_sync", ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / "bonsai_sync" / "state" / "freshness.py"
+    target.write_text(target.read_text() + "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from ..pipeline import Workspace  # noqa\n")
+    found = import_cycles("bonsai_sync", copy)
+    assert any("bonsai_sync.pipeline" in c and "bonsai_sync.state.freshness" in c for c in found), found
 
 
 @pytest.mark.parametrize("module,line,cycle", [
