@@ -31,6 +31,8 @@ def test_help_names_the_tools_and_exit_codes(capsys):
     (["--root", "/nonexistent_dir", "hi"], "--root /nonexistent_dir: no such directory"),
     (["--max-positions", "64", "hi"], "--max-positions must be more than --max-tokens (128), got 64"),
     (["  "], "the prompt is empty"),
+    (["--tool-choice", "required", "--unconstrained", "hi"], "--tool-choice required needs tools"),
+    (["--tool-choice", "required", "--tools", "", "hi"], "--tool-choice required needs tools"),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2

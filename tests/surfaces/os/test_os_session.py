@@ -151,3 +151,13 @@ def test_the_reason_a_reply_ended_is_the_generate_functions():
     generate.finish = "length"
     session.ask("?")
     assert session.finish == "length"
+
+
+def test_tool_choice_required_hands_the_engine_a_processor_that_forces_a_call():
+    loaded, generate = model(CALL, "It is 42.")
+    session = Session(loaded, builtin_registry("calculator"), constrained=True, tool_choice="required")
+    session.ask("6 times 7?")
+    assert generate.processors[0].force_call and not generate.processors[1].force_call  # only the first step
+    loaded, generate = model("plain")
+    Session(loaded, builtin_registry("calculator"), constrained=True).ask("hi")
+    assert not generate.processors[0].force_call

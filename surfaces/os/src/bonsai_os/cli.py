@@ -36,6 +36,8 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated built-in tools: calculator, clock, read_file ('' for none)")
     p.add_argument("--root", type=Path, help="the one directory read_file may read (enables read_file)")
     p.add_argument("--max-steps", type=int, default=4, help="generations per question, tool steps included")
+    p.add_argument("--tool-choice", choices=("auto", "required"), default="auto",
+                   help="required: every question starts with a tool call (small models rarely call one unasked)")
     p.add_argument("--unconstrained", action="store_true",
                    help="do not constrain decoding inside <tool_call> (parse only)")
     return p
@@ -88,6 +90,9 @@ def validate(args: argparse.Namespace) -> None:
         raise BonsaiError(f"--temperature must be a finite number >= 0, got {args.temperature}")
     if args.root is not None and not args.root.is_dir():
         raise BonsaiError(f"--root {args.root}: no such directory")
+    if args.tool_choice == "required" and (args.unconstrained or not [n for n in args.tools.split(",") if n.strip()]
+                                           and args.root is None):
+        raise BonsaiError("--tool-choice required needs tools (--tools) and constrained decoding (no --unconstrained)")
     if args.prompt and not " ".join(args.prompt).strip():
         raise BonsaiError("the prompt is empty: ask something, or leave it out to chat")
 
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace, model: LoadedModel | None = None, stop: StopFl
     registry = _registry(args)
     stop = stop or StopFlag()
     session = Session(model if model is not None else _model(args, stop), registry, max_steps=args.max_steps,
-                      constrained=not args.unconstrained, reply_room=args.max_tokens)
+                      constrained=not args.unconstrained, reply_room=args.max_tokens, tool_choice=args.tool_choice)
     if args.prompt:
         answer(session, " ".join(args.prompt).strip(), stop, max_tokens=args.max_tokens)
         if session.finish in ("length", "context"):

@@ -49,16 +49,18 @@ def _turns(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 class Session:
     """Keeps the message history; `ask` runs one user turn, tool steps included.
 
-    `reply_room`: positions kept free for the reply (the reply's `--max-tokens`).
+    `reply_room`: positions kept free for the reply (the reply's `--max-tokens`). `tool_choice` "required":
+    each question's first step must be a tool call (constrained decoding forces its opening).
     """
 
     def __init__(self, model: LoadedModel, registry: ToolRegistry, *, max_steps: int = 4,
-                 constrained: bool = True, reply_room: int = 128) -> None:
+                 constrained: bool = True, reply_room: int = 128, tool_choice: str = "auto") -> None:
         self.model, self.registry, self.reply_room = model, registry, reply_room
         self.messages: list[dict[str, Any]] = []
         # nothing to constrain without tools (ToolLoop refuses an empty constraint)
         self.loop = ToolLoop(model.generate, model.tokenizer, registry, model.prompt, max_steps,
-                             constrained=constrained and len(registry) > 0, on_text=self._piece, on_step=self._step)
+                             constrained=constrained and len(registry) > 0, on_text=self._piece, on_step=self._step,
+                             tool_choice="required" if tool_choice == "required" and len(registry) > 0 else "auto")
         self._on_text: Callable[[str], None] = _ignore
         self._on_tool: Callable[[ToolUse], None] = _ignore
         self._display = ToolCallParser(registry)
