@@ -50,5 +50,11 @@ def sampling_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def load_engine(model: str | None, kv: str, window: int | None, vram_budget: int | None, max_positions: int) -> Any:
     from ..engine.native import load_engine as load
 
-    return load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions, progress=True,
-                warm_up=True)
+    engine = load(model, kv=kv, window=window, vram_budget=vram_budget, max_positions=max_positions, progress=True,
+                  warm_up=True)
+    layout, slots = getattr(engine.cache, "layout", None), getattr(engine.cache, "max_slots", None)
+    if layout is not None and slots is not None:
+        from ..kv.residency import Residency
+
+        click.echo(Residency.of(layout, slots).describe(), err=True)
+    return engine

@@ -69,3 +69,16 @@ def test_unsupported_tensor_type_is_a_named_error_exit_2(tmp_path, wtype):
     path = write_tiny_gguf(tmp_path / "q5.gguf", "llama", weight_type=wtype, embed_type="Q8_0", **TINY)
     r = CliRunner().invoke(main, ["run", "hi", "--model", str(path)])
     assert r.exit_code == 2 and wtype in r.stderr and "blk.0" in r.stderr, r.output
+
+
+def test_run_says_what_a_vram_budget_leaves_on_the_gpu_and_warns_when_decode_must_stream(tmp_path):
+    path = write_tiny_gguf(tmp_path / "tiny.gguf", "qwen3", **TINY)
+    common = ("run", "--model", str(path), "--kv", "f32", "--window", "64", "--max-positions", "512",
+              "--max-tokens", "2", "hello")
+    r = _invoke(*common)
+    assert r.exit_code == 0, r.output
+    assert "KV cache: " in r.stderr and "16 of 16 windows of 64 positions" in r.stderr and "warning" not in r.stderr
+    slot = 64 * 2 * 64 * 4  # positions x (K and V) x head_dim x f32 bytes, one KV head
+    r = _invoke(*common, "--vram-budget", str(3 * slot))
+    assert r.exit_code == 0, r.output
+    assert "3 of 16 windows" in r.stderr and r.stderr.count("warning: a decode step at full context streams") == 1

@@ -39,10 +39,10 @@ DECODE_LANES = 32
 # over its share of the chunks, so x is loaded once per that many rows), by the matrix's height: the entry with
 # the largest first number <= rows applies. More rows per workgroup load x fewer times; fewer leave more workgroups
 # to spread over the SMs: this table keeps at least 512 (about four per SM of an H100) down to 2 rows. Not yet
-# timed on a GPU: bench/q1_probe.py times every choice per Bonsai matrix shape (bench/scale_bench.py --q1-probe).
+# timed on a GPU: bench/probes/q1_probe.py times every choice per Bonsai matrix shape (bench/scale_bench.py --q1-probe).
 # A power of two from 2 to 32 (pairs in one workgroup for the SwiGLU and RoPE epilogues; `red` is 32 x 65 floats).
 Q1_ROWS: list[tuple[int, int]] = [(0, 2), (2048, 4), (4096, 8), (8192, 16)]
-# SPREAD is off until bench/q1_probe.py has timed it on a GPU against the lanes-per-row kernel every other type uses.
+# SPREAD is off until bench/probes/q1_probe.py has timed it on a GPU against the lanes-per-row kernel every other type uses.
 # It also sums a token's products in another order than a batch does (d * (+-x) per chunk, not (+-d) * x), so a
 # token decoded alone would no longer equal, bit for bit, the same token inside a prompt's batch.
 Q1_SPREAD = False
