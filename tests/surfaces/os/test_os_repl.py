@@ -7,9 +7,8 @@ import pty
 import select
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-
-import pytest
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[2] / "surfaces" / "os" / "src"
@@ -49,14 +48,29 @@ class Terminal:
         os.write(self.fd, keys.encode())
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a pty")
-def test_ctrl_c_stops_the_reply_and_the_chat_goes_on_with_its_history():
+@contextmanager
+def chat_on_a_pty():
+    """The chat in a child process whose controlling terminal is a pty: (its pid, the Terminal)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]), "TERM": "dumb"}
     pid, fd = pty.fork()
-    if pid == 0:  # the child: the chat, with the pty as its controlling terminal
+    if pid == 0:
         os.execve(sys.executable, [sys.executable, "-c", SCRIPT], env)
-    term = Terminal(fd)
     try:
+        yield pid, Terminal(fd)
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def exit_code(pid: int) -> int:
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_ctrl_c_stops_the_reply_and_the_chat_goes_on_with_its_history():
+    with chat_on_a_pty() as (pid, term):
         term.expect("> ")
         term.type("hello\r")
         term.expect("turns=1")
@@ -78,30 +92,11 @@ def test_ctrl_c_stops_the_reply_and_the_chat_goes_on_with_its_history():
         term.type("still here\r")
         term.expect("turns=2")
         term.type("/bye\r")
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-        os.close(fd)
+        assert exit_code(pid) == 0
 
 
 def test_ctrl_d_leaves_with_exit_0():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]), "TERM": "dumb"}
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execve(sys.executable, [sys.executable, "-c", SCRIPT], env)
-    term = Terminal(fd)
-    try:
+    with chat_on_a_pty() as (pid, term):
         term.expect("> ")
         term.type("\x04")
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-        os.close(fd)
+        assert exit_code(pid) == 0
