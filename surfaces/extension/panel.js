@@ -12,6 +12,7 @@ import { allowAllSites, readActiveTab } from "./ui/page_reader.js";
 import { writeModelFile } from "./ui/pyfs.js";
 import { callPython } from "./ui/python.js";
 import { bindForm, forPython, loadSettings } from "./ui/settings.js";
+import { NoWebGpu, requireWebGpu } from "./ui/webgpu.js";
 
 const $ = (id) => document.getElementById(id);
 const state = (window.__bonsai = { phase: "booting", progress: {}, model: null, turns: [], errors: [] });
@@ -218,6 +219,7 @@ function wireSettings(kvModes) {
 
 async function main() {
   try {
+    await requireWebGpu(); // before Python boots and before any model is asked for
     pyodide = await boot(120, (fraction, detail) => progress("boot", fraction, detail));
     const info = await py("bind", hooks, { convert: false });
     settings = await loadSettings();
@@ -226,8 +228,9 @@ async function main() {
     wireSettings(info.kv_modes);
     await loadStored();
   } catch (error) {
-    report("Startup", error);
-    setPhase("error", "Bonsai could not start — see above.");
+    const noGpu = error instanceof NoWebGpu;
+    report(noGpu ? "WebGPU" : "Startup", error);
+    setPhase("error", noGpu ? "Bonsai needs WebGPU — see above for how to turn it on." : "Bonsai could not start — see above.");
   }
 }
 
