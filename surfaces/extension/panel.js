@@ -98,7 +98,7 @@ async function loadNew(source, how) {
       `stored ${mb(size)}${source.total ? ` of ${mb(source.total)}` : ""}`));
   try {
     modelPath = writeModelFile(pyodide, incoming.name, incoming.bytes);
-    await py("inspect_model", { path: modelPath, name: incoming.name });
+    await py("inspect_model", { path: modelPath, name: incoming.name, sha256: incoming.sha256 });
     await incoming.commit();
   } catch (error) {
     await incoming.discard();

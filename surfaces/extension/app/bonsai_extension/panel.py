@@ -1,7 +1,7 @@
 """The chat panel's Python entry points, called from panel.js (through runPythonAsync); each returns JSON.
 
     bind(hooks)                       the page's callbacks (see bridge.Bridge), once; -> {kv_modes, tools}
-    inspect_model({path, name})       is the file a GGUF the engine runs? (named errors, nothing loaded)
+    inspect_model({path, name, sha256})   is the file a GGUF the engine runs, and a known model's own bytes?
     load_model({path, name, kv, settings, expected_shaders})   on a new GPU device: weights, then shaders
     send({text, settings})            one turn (plain chat, or the tool loop when tools are on)
     new_chat()                        forget the conversation
@@ -43,7 +43,7 @@ def bind(hooks: Any) -> str:
 
 def inspect_model(params: Any) -> str:
     p = dict(params)
-    return _answer(lambda: {"model": loader.inspect(p["path"], p["name"])})
+    return _answer(lambda: {"model": loader.inspect(p["path"], p["name"], p.get("sha256"))})
 
 
 def load_model(params: Any) -> str:
