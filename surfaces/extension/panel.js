@@ -62,13 +62,20 @@ function progress(bar, fraction, detail) {
   state.progress[bar] = { fraction, detail };
 }
 
+// The prompt being read (the system prompt at load, each message's prompt in a turn): in the status line.
+function promptProgress({ fraction, detail }) {
+  state.progress.prompt = { fraction, detail };
+  if (!stopRequested) $("status").textContent = `${detail}…`;
+}
+
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 // What Python calls back while it works (bonsai_extension.bridge.Bridge).
 const hooks = {
   onEvent(kind, json) {
     const data = JSON.parse(json);
-    if (kind === "progress") progress(data.phase === "weights" ? "model" : data.phase, data.fraction, data.detail);
+    if (kind === "progress" && data.phase === "prompt") promptProgress(data);
+    else if (kind === "progress") progress(data.phase === "weights" ? "model" : data.phase, data.fraction, data.detail);
     else if (kind === "token") view.append(data.text);
     else if (kind === "step") view.showStep(data);
   },
@@ -129,6 +136,7 @@ async function loadStored() {
 
 async function send(text) {
   stopRequested = false;
+  state.stopping = false;
   setPhase("generating", "Thinking…");
   view.addUser(text);
   view.startReply();
@@ -136,7 +144,9 @@ async function send(text) {
     const turn = await py("send", { text, settings: forPython(settings) });
     state.turns.push(turn);
     view.finish(turn);
-    setPhase("ready", turn.stop_reason === "stopped" ? "Stopped." : `${turn.tokens_per_s.toFixed(2)} tokens/s`);
+    const speed = `${turn.tokens_per_s.toFixed(2)} tokens/s`;
+    setPhase("ready", turn.stop_reason === "stopped" ? "Stopped."
+      : turn.stop_reason === "length" ? `Cut off at the limit of ${settings.maxNewTokens} new tokens (Settings) — ${speed}` : speed);
   } catch (error) {
     view.finish({ stop_reason: "stopped" });
     report("Chat", error);
@@ -188,7 +198,12 @@ function wireChat() {
       $("composer").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => { stopRequested = true; });
+  $("stop").addEventListener("click", () => {
+    stopRequested = true;
+    $("stop").disabled = true;
+    $("status").textContent = "Stopping…";  // Python sees it before its next prompt batch or token
+    state.stopping = true;
+  });
   $("new-chat").addEventListener("click", guarded("Chat", "ready", "Could not start a new chat.", async () => {
     await py("new_chat");
     view.clear();

@@ -64,7 +64,8 @@ def _load(p: dict) -> dict:
     engine = loader.load(gpu, p["path"], p["name"], p["kv"], bridge.progress)
     loaded = time.perf_counter()
     finish = loader.compiling(gpu, bridge.progress, int(p.get("expected_shaders") or 0))
-    session = Session(engine, emit=bridge.emit, should_stop=bridge.should_stop, read_tab=bridge.read_tab)
+    session = Session(engine, emit=bridge.emit, should_stop=bridge.should_stop, read_tab=bridge.read_tab,
+                      progress=bridge.progress)
     warm_tokens = session.warm_up(Settings.from_dict(p.get("settings")))
     shaders = finish()
     _state["session"] = session
