@@ -1,6 +1,6 @@
 """The chat panel's Python entry points, called from panel.js (through runPythonAsync); each returns JSON.
 
-    bind(hooks)                       the page's callbacks (see bridge.Bridge), once; -> {kv_modes, tools}
+    bind(hooks)                       the page's callbacks (see bridge.Bridge), once; -> {kv_modes, tools, catalog}
     inspect_model({path, name, sha256})   is the file a GGUF the engine runs, and a known model's own bytes?
     load_model({path, name, kv, settings, expected_shaders})   on a new GPU device: weights, then shaders
     send({text, settings})            one turn (plain chat, or the tool loop when tools are on)
@@ -19,6 +19,7 @@ from bonsai.kv import MODE_NAMES
 
 from . import loader
 from .bridge import Bridge
+from .catalog import CATALOG
 from .report import describe
 from .session import Session, Settings
 from .tools import PANEL_TOOLS
@@ -38,7 +39,7 @@ def bind(hooks: Any) -> str:
     from pyodide.ffi import run_sync
 
     _state["bridge"] = Bridge(hooks, run_sync)
-    return _answer(lambda: {"kv_modes": list(MODE_NAMES), "tools": list(PANEL_TOOLS)})
+    return _answer(lambda: {"kv_modes": list(MODE_NAMES), "tools": list(PANEL_TOOLS), "catalog": list(CATALOG)})
 
 
 def inspect_model(params: Any) -> str:
