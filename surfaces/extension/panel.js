@@ -6,12 +6,14 @@
 import { boot } from "./ui/boot.js";
 import { ChatView } from "./ui/chat_view.js";
 import { clearErrors, describeJs, showError } from "./ui/errors.js";
+import { discardDownload, DownloadError, fetchResumable, zipMember } from "./ui/download.js";
 import { fromFile, fromUrl } from "./ui/model_source.js";
 import { forgetModel, StoredModelChanged, storedModel, writeIncoming } from "./ui/opfs.js";
 import { allowAllSites, readActiveTab } from "./ui/page_reader.js";
 import { writeModelFile } from "./ui/pyfs.js";
 import { callPython } from "./ui/python.js";
 import { bindForm, forPython, loadSettings } from "./ui/settings.js";
+import { NoWebGpu, requireWebGpu } from "./ui/webgpu.js";
 
 const $ = (id) => document.getElementById(id);
 const state = (window.__bonsai = { phase: "booting", progress: {}, model: null, turns: [], errors: [] });
@@ -61,13 +63,20 @@ function progress(bar, fraction, detail) {
   state.progress[bar] = { fraction, detail };
 }
 
+// The prompt being read (the system prompt at load, each message's prompt in a turn): in the status line.
+function promptProgress({ fraction, detail }) {
+  state.progress.prompt = { fraction, detail };
+  if (!stopRequested) $("status").textContent = `${detail}…`;
+}
+
 const mb = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
 // What Python calls back while it works (bonsai_extension.bridge.Bridge).
 const hooks = {
   onEvent(kind, json) {
     const data = JSON.parse(json);
-    if (kind === "progress") progress(data.phase === "weights" ? "model" : data.phase, data.fraction, data.detail);
+    if (kind === "progress" && data.phase === "prompt") promptProgress(data);
+    else if (kind === "progress") progress(data.phase === "weights" ? "model" : data.phase, data.fraction, data.detail);
     else if (kind === "token") view.append(data.text);
     else if (kind === "step") view.showStep(data);
   },
@@ -88,7 +97,8 @@ async function loadEngine() {
   setPhase("ready", `${state.model.name} is ready (${loaded.adapter}, KV cache ${settings.kv}).`);
 }
 
-// A model from a URL or a file: stored under a temporary name, checked, then kept for next time.
+// A model from a URL, a file or a download: stored under a temporary name, checked (against
+// `source.sha256` where the source pins one), then kept for next time.
 async function loadNew(source, how) {
   clearErrors($("error"));
   setPhase("loading", `Storing ${source.name} in this browser…`);
@@ -96,8 +106,12 @@ async function loadNew(source, how) {
     progress("model", source.total ? size / source.total : -1,
       `stored ${mb(size)}${source.total ? ` of ${mb(source.total)}` : ""}`));
   try {
+    if (source.sha256 && incoming.sha256 !== source.sha256) {
+      throw new DownloadError(`${source.name}: SHA-256 ${incoming.sha256} is not the pinned ${source.sha256}; ` +
+        "the download is damaged and was discarded. Press Download to fetch it again.");
+    }
     modelPath = writeModelFile(pyodide, incoming.name, incoming.bytes);
-    await py("inspect_model", { path: modelPath, name: incoming.name });
+    await py("inspect_model", { path: modelPath, name: incoming.name, sha256: incoming.sha256 });
     await incoming.commit();
   } catch (error) {
     await incoming.discard();
@@ -128,6 +142,7 @@ async function loadStored() {
 
 async function send(text) {
   stopRequested = false;
+  state.stopping = false;
   setPhase("generating", "Thinking…");
   view.addUser(text);
   view.startReply();
@@ -135,7 +150,9 @@ async function send(text) {
     const turn = await py("send", { text, settings: forPython(settings) });
     state.turns.push(turn);
     view.finish(turn);
-    setPhase("ready", turn.stop_reason === "stopped" ? "Stopped." : `${turn.tokens_per_s.toFixed(2)} tokens/s`);
+    const speed = `${turn.tokens_per_s.toFixed(2)} tokens/s`;
+    setPhase("ready", turn.stop_reason === "stopped" ? "Stopped."
+      : turn.stop_reason === "length" ? `Cut off at the limit of ${settings.maxNewTokens} new tokens (Settings) — ${speed}` : speed);
   } catch (error) {
     view.finish({ stop_reason: "stopped" });
     report("Chat", error);
@@ -153,6 +170,47 @@ function guarded(where, fallback, status, fn) {
       setPhase(fallback, status);
     }
   };
+}
+
+// A catalogued model: downloaded (resumable) from where it is published, or from the mirror an
+// administrator set in chrome.storage.local `modelMirror` (a base URL holding the same file names).
+async function download(entry) {
+  clearErrors($("error"));
+  const mirror = (await chrome.storage.local.get("modelMirror")).modelMirror;
+  const url = mirror ? `${mirror.replace(/\/$/, "")}/${entry.url.split("/").pop()}` : entry.url;
+  setPhase("loading", `Downloading ${entry.name} from ${new URL(url).host}…`);
+  const file = await fetchResumable(url, (done, total) => progress("model", total ? done / total : -1,
+    `${entry.name}: downloaded ${mb(done)}${total ? ` of ${mb(total)}` : ""}`));
+  const member = await zipMember(file, entry.member);
+  try {
+    await loadNew({ name: entry.name, total: member.size, chunks: member.stream, sha256: entry.sha256 }, "download");
+  } catch (error) {
+    if (error instanceof DownloadError || error?.error?.type === "ModelChecksumError") await discardDownload(url);
+    throw error;
+  }
+  await discardDownload(url); // the model is stored; the published file is not needed again
+}
+
+function showCatalog(catalog) {
+  const failed = "The download did not finish — see above. Press Download to resume, or choose a file.";
+  $("catalog").replaceChildren(...catalog.map((entry, i) => {
+    const item = document.createElement("li");
+    const name = document.createElement("strong");
+    name.textContent = entry.name;
+    if (i === 0) name.id = "suggested-name";
+    const about = document.createElement("span");
+    about.textContent = ` — ${entry.description}. ${mb(entry.size)} (a ${mb(entry.download_size)} download from ` +
+      `${entry.published}), licence ${entry.licence}. SHA-256 `;
+    const hash = document.createElement("code");
+    hash.textContent = entry.sha256;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "download";
+    button.textContent = "Download";
+    button.addEventListener("click", guarded("Download", "choose-model", failed, () => download(entry)));
+    item.append(name, about, hash, " ", button);
+    return item;
+  }));
 }
 
 function wireChooser() {
@@ -187,7 +245,12 @@ function wireChat() {
       $("composer").requestSubmit();
     }
   });
-  $("stop").addEventListener("click", () => { stopRequested = true; });
+  $("stop").addEventListener("click", () => {
+    stopRequested = true;
+    $("stop").disabled = true;
+    $("status").textContent = "Stopping…";  // Python sees it before its next prompt batch or token
+    state.stopping = true;
+  });
   $("new-chat").addEventListener("click", guarded("Chat", "ready", "Could not start a new chat.", async () => {
     await py("new_chat");
     view.clear();
@@ -218,16 +281,19 @@ function wireSettings(kvModes) {
 
 async function main() {
   try {
+    await requireWebGpu(); // before Python boots and before any model is asked for
     pyodide = await boot(120, (fraction, detail) => progress("boot", fraction, detail));
     const info = await py("bind", hooks, { convert: false });
     settings = await loadSettings();
+    showCatalog(info.catalog);
     wireChooser();
     wireChat();
     wireSettings(info.kv_modes);
     await loadStored();
   } catch (error) {
-    report("Startup", error);
-    setPhase("error", "Bonsai could not start — see above.");
+    const noGpu = error instanceof NoWebGpu;
+    report(noGpu ? "WebGPU" : "Startup", error);
+    setPhase("error", noGpu ? "Bonsai needs WebGPU — see above for how to turn it on." : "Bonsai could not start — see above.");
   }
 }
 

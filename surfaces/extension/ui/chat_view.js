@@ -44,9 +44,11 @@ export class ChatView {
   }
 
   finish(turn) {
-    const info = turn.stop_reason === "stopped" ? "stopped" : `${turn.tokens_per_s.toFixed(2)} tokens/s`;
+    const speed = turn.tokens_per_s === undefined ? "" : `${turn.tokens_per_s.toFixed(2)} tokens/s`;
+    const info = turn.stop_reason === "stopped" ? "stopped"
+      : turn.stop_reason === "length" ? `cut off: the reply reached the token limit (${speed})` : speed;
     if (!this.live.textContent) this.live.remove();
-    this.reply.append(element("div", "turn-info", info));
+    this.reply.append(element("div", turn.stop_reason === "length" ? "turn-info cut" : "turn-info", info));
     this.reply = this.live = null;
   }
 }

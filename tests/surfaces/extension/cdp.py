@@ -54,11 +54,12 @@ class PageTimeout(AssertionError):
 class Chromium:
     """One headless Chromium process with `extension_dir` loaded; `close()` ends it."""
 
-    def __init__(self, binary: str, extension_dir: Path, profile_dir: Path, start_timeout: float = 60) -> None:
+    def __init__(self, binary: str, extension_dir: Path, profile_dir: Path, start_timeout: float = 60,
+                 flags: tuple[str, ...] = CHROMIUM_FLAGS) -> None:
         self.extension_dir = extension_dir
         self.id = extension_id(extension_dir / "manifest.json")
         self.log_path = profile_dir.parent / "chromium.log"
-        args = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}",
+        args = [binary, *flags, f"--user-data-dir={profile_dir}",
                 f"--load-extension={extension_dir}", f"--disable-extensions-except={extension_dir}", "about:blank"]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)

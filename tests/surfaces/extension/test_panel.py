@@ -151,7 +151,8 @@ def test_new_chat_forgets_the_conversation_and_stop_ends_a_reply(panel, loaded):
     panel.click("stop")
     panel.page.wait_for(f"window.__bonsai.turns.length > {turns}", 1200, "the stopped reply")
     stopped = panel.settle(60)["turns"][-1]
-    assert stopped["stop_reason"] == "stopped" and 0 < len(stopped["tokens"]) < limit, stopped
+    # seen before the next prompt batch or token: it may end the turn before its first token
+    assert stopped["stop_reason"] == "stopped" and len(stopped["tokens"]) < limit, stopped
     assert panel.state()["phase"] == "ready" and "Stopped." in panel.text("status")
     panel.set_settings(max_new_tokens=N_TOKENS)
 

@@ -142,7 +142,7 @@ def test_an_unknown_tool_is_named(app):
 
 def test_stop_ends_the_turn_with_what_was_generated(gpu, tiny, app):
     settings = app[0].Settings(max_new_tokens=20)
-    session, events = _session(app, _engine(gpu, tiny), stop_after=3)
+    session, events = _session(app, _engine(gpu, tiny), stop_after=4)  # a check before the prompt's one batch
     turn = session.send("Hello", settings)
     assert turn["stop_reason"] == "stopped" and len(turn["tokens"]) == 3, turn
     assert session.messages == [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": turn["text"]}]
@@ -158,3 +158,90 @@ def test_new_chat_forgets_the_conversation(gpu, tiny, app):
     fresh = session.send("Again", settings)
     assert fresh["prompt_ids"] == session.prompt_ids([{"role": "user", "content": "Again"}], settings)
     assert len(fresh["prompt_ids"]) < len(second["prompt_ids"])
+
+
+LONG = "Tell me everything about " + " and ".join(f"the city number {i}" for i in range(12)) + "."
+
+
+def _batched(gpu, path: Path, kv: str, batch: int) -> Engine:
+    reader = GGUFReader(path)
+    return Engine(reader, ModelConfig.from_gguf(reader), gpu, kv=kv, progress=False, max_positions=2048, batch=batch)
+
+
+def test_stop_is_seen_between_prompt_batches_before_any_token(gpu, tiny, app):
+    """Stop pressed while the prompt is read: the turn ends after the batch in flight, with no token."""
+    settings = app[0].Settings(max_new_tokens=20)
+    engine = _batched(gpu, tiny, "f32", 8)
+    session, _ = _session(app, engine, stop_after=2)  # the second check: after the prompt's first batch
+    turn = session.send(LONG, settings)
+    assert len(turn["prompt_ids"]) > 3 * 8, turn  # several batches to stop between
+    assert turn["stop_reason"] == "stopped" and turn["tokens"] == [] and engine.pos == 8, (turn, engine.pos)
+
+
+def test_reading_the_prompt_reports_each_batch(gpu, tiny, app):
+    settings = app[0].Settings(max_new_tokens=2)
+    session_mod, _ = app
+    reports: list[tuple[str, float, str]] = []
+    session = session_mod.Session(_batched(gpu, tiny, "f32", 8), emit=lambda kind, data: None,
+                                  should_stop=lambda: False, read_tab=lambda: PAGE,
+                                  progress=lambda *args: reports.append(args))
+    turn = session.send(LONG, settings)
+    total = len(turn["prompt_ids"])
+    done = [int(detail.split(": ")[1].split(" of ")[0]) for _, _, detail in reports]
+    assert {phase for phase, _, _ in reports} == {"prompt"}, reports
+    assert done == list(range(0, (total - 1) // 8 * 8 + 1, 8)), (done, total)  # every batch before the last
+    assert reports[-1][2] == f"Reading the prompt: {done[-1]} of {total} tokens", reports[-1]
+
+
+@pytest.mark.parametrize("kv", ["f32", "q4res"])
+def test_a_prompt_read_batch_by_batch_generates_what_one_prefill_does(gpu, tiny, app, kv):
+    """The batches fed ahead (to stop and report between them) keep the engine's boundaries: same tokens."""
+    from bonsai.cli.run import _chat_ids, _stop_ids
+
+    settings = app[0].Settings(max_new_tokens=6)
+    session, _ = _session(app, _batched(gpu, tiny, kv, 8))
+    turn = session.send(LONG, settings)
+    native = _batched(gpu, tiny, kv, 8)
+    ids = _chat_ids(native, [{"role": "user", "content": LONG}])
+    gen = native.generate(ids, max_tokens=6, sampling=Sampling(), stop_ids=_stop_ids(native),
+                          decode=native.tokenizer.decode)
+    assert turn["prompt_ids"] == ids and len(ids) > 3 * 8 and turn["tokens"] == gen.tokens, (turn, gen)
+
+
+def _scripted_tool_turn(gpu, tiny, app, monkeypatch, answer_tokens: int, limit: int) -> dict:
+    """A tool turn whose model answers (no call) with `answer_tokens` tokens under a limit of `limit`."""
+    session_mod, _ = app
+    session, _ = _session(app, _engine(gpu, tiny))
+    word = session.engine.tokenizer.encode("the", allow_special=False)[0]
+
+    def scripted(engine, max_tokens, sampling):
+        def generate(prompt_ids, processor, on_token):
+            out = [word] * min(answer_tokens, max_tokens)
+            for tok in out:
+                on_token(tok)
+            return out
+
+        return generate
+
+    monkeypatch.setattr(session_mod, "engine_generate", scripted)
+    return session.send("Hi", session_mod.Settings(max_new_tokens=limit, tools=("calculator",)))
+
+
+def test_a_tool_turn_cut_at_the_token_limit_says_so(gpu, tiny, app, monkeypatch):
+    cut = _scripted_tool_turn(gpu, tiny, app, monkeypatch, answer_tokens=60, limit=6)
+    assert cut["finished"] and len(cut["step_tokens"][-1]) == 6 and cut["stop_reason"] == "length", cut
+    whole = _scripted_tool_turn(gpu, tiny, app, monkeypatch, answer_tokens=3, limit=6)
+    assert whole["finished"] and whole["stop_reason"] == "answer", whole
+
+
+def test_a_stopped_tool_turn_keeps_the_steps_it_finished(gpu, tiny, app):
+    settings = app[0].Settings(max_new_tokens=40, tools=("read_page",), tool_choice="required")
+    full, _ = _session(app, _engine(gpu, tiny))
+    done = full.send("What does this page say?", settings)
+    assert done["steps"] and len(done["step_tokens"]) >= 2, done  # a call, then another generation
+    events: list[tuple[str, dict]] = []
+    # stop as soon as the first step was shown: the second generation ends at once, the first step is kept
+    session = app[0].Session(_engine(gpu, tiny), emit=lambda kind, data: events.append((kind, data)),
+                             should_stop=lambda: any(kind == "step" for kind, _ in events), read_tab=lambda: PAGE)
+    stopped = session.send("What does this page say?", settings)
+    assert stopped["stop_reason"] == "stopped" and stopped["steps"] == done["steps"][:1], stopped

@@ -8,14 +8,40 @@ from typing import Any
 
 from bonsai.config import ModelConfig, check_tensors
 from bonsai.engine import Engine
+from bonsai.errors import BonsaiError
+from bonsai.models import DEFAULT_MODEL, ModelRef
 
 from .model_check import open_model
 
 Progress = Callable[[str, float, str], None]  # (phase, fraction done 0..1 or -1 unknown, detail)
 
+KNOWN_MODELS: dict[str, ModelRef] = {DEFAULT_MODEL.file: DEFAULT_MODEL}  # by file name: the published SHA-256
 
-def inspect(path: str, name: str) -> dict:
-    """Parse the file and everything the engine will need from it; errors name the file and field or tensor."""
+
+class ModelChecksumError(BonsaiError):
+    """A file named as a known model whose bytes are not the published ones (damaged or altered)."""
+
+    field = "sha256"
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def check_known(name: str, sha256: str) -> None:
+    """Refuse a file named as a known model unless its SHA-256 is the published one."""
+    ref = KNOWN_MODELS.get(name)
+    if ref is not None and sha256.lower() != ref.sha256:
+        raise ModelChecksumError(name, f"{name}: SHA-256 {sha256} is not the published {ref.sha256} of "
+                                       f"{ref.distribution} {ref.version}; the file is damaged or altered and was "
+                                       "not stored. Download it again.")
+
+
+def inspect(path: str, name: str, sha256: str | None = None) -> dict:
+    """Parse the file and everything the engine will need from it; errors name the file and field or tensor.
+    With `sha256`, a file named as a known model must also have that model's published hash."""
+    if sha256 is not None:
+        check_known(name, sha256)
     reader = open_model(path, name)
     cfg = ModelConfig.from_gguf(reader)
     check_tensors(reader, cfg)

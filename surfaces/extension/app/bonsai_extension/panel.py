@@ -1,7 +1,7 @@
 """The chat panel's Python entry points, called from panel.js (through runPythonAsync); each returns JSON.
 
-    bind(hooks)                       the page's callbacks (see bridge.Bridge), once; -> {kv_modes, tools}
-    inspect_model({path, name})       is the file a GGUF the engine runs? (named errors, nothing loaded)
+    bind(hooks)                       the page's callbacks (see bridge.Bridge), once; -> {kv_modes, tools, catalog}
+    inspect_model({path, name, sha256})   is the file a GGUF the engine runs, and a known model's own bytes?
     load_model({path, name, kv, settings, expected_shaders})   on a new GPU device: weights, then shaders
     send({text, settings})            one turn (plain chat, or the tool loop when tools are on)
     new_chat()                        forget the conversation
@@ -19,6 +19,7 @@ from bonsai.kv import MODE_NAMES
 
 from . import loader
 from .bridge import Bridge
+from .catalog import CATALOG
 from .report import describe
 from .session import Session, Settings
 from .tools import PANEL_TOOLS
@@ -38,12 +39,12 @@ def bind(hooks: Any) -> str:
     from pyodide.ffi import run_sync
 
     _state["bridge"] = Bridge(hooks, run_sync)
-    return _answer(lambda: {"kv_modes": list(MODE_NAMES), "tools": list(PANEL_TOOLS)})
+    return _answer(lambda: {"kv_modes": list(MODE_NAMES), "tools": list(PANEL_TOOLS), "catalog": list(CATALOG)})
 
 
 def inspect_model(params: Any) -> str:
     p = dict(params)
-    return _answer(lambda: {"model": loader.inspect(p["path"], p["name"])})
+    return _answer(lambda: {"model": loader.inspect(p["path"], p["name"], p.get("sha256"))})
 
 
 def load_model(params: Any) -> str:
@@ -64,7 +65,8 @@ def _load(p: dict) -> dict:
     engine = loader.load(gpu, p["path"], p["name"], p["kv"], bridge.progress)
     loaded = time.perf_counter()
     finish = loader.compiling(gpu, bridge.progress, int(p.get("expected_shaders") or 0))
-    session = Session(engine, emit=bridge.emit, should_stop=bridge.should_stop, read_tab=bridge.read_tab)
+    session = Session(engine, emit=bridge.emit, should_stop=bridge.should_stop, read_tab=bridge.read_tab,
+                      progress=bridge.progress)
     warm_tokens = session.warm_up(Settings.from_dict(p.get("settings")))
     shaders = finish()
     _state["session"] = session

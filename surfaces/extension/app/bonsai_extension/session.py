@@ -21,9 +21,11 @@ from bonsai.toolcall.events import ToolCallEvent, ToolErrorEvent
 from bonsai.toolcall.loop import LoopStep, ToolLoop
 from bonsai.toolcall.prompt import ToolPrompt
 
+from .prompt_feed import feed_ahead
 from .tools import registry_for
 
 Emit = Callable[[str, dict], None]  # (kind, data): "token" {text}, "step" {...}
+Progress = Callable[[str, float, str], None]  # (phase, fraction done 0..1, detail): the prompt being read
 
 
 class Stopped(Exception):
@@ -79,10 +81,11 @@ class Session:
     """The engine, its chat template and the conversation so far."""
 
     def __init__(self, engine: Any, *, emit: Emit, should_stop: Callable[[], bool],
-                 read_tab: Callable[[], dict]) -> None:
+                 read_tab: Callable[[], dict], progress: Progress | None = None) -> None:
         self.engine = engine
         self.template = ChatTemplate.from_gguf(engine.reader, engine.tokenizer)
         self.emit, self.should_stop, self.read_tab = emit, should_stop, read_tab
+        self.progress: Progress = progress or (lambda phase, fraction, detail: None)
         self.stops = stop_ids_for(engine.tokenizer, engine.cfg.eos_id)
         self.messages: list[dict[str, Any]] = []
 
@@ -107,9 +110,25 @@ class Session:
         n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
         if 2 <= n <= self.engine.max_positions // 2:  # leave room for the conversation itself
             self.engine.reset()
-            self.engine.prefill(a[: n - 1])
+            head = a[: n - 1]
+            feed_ahead(self.engine, head, self._reporter("Preparing the system prompt"), lambda: None)
+            self.engine.prefill(self.engine.continue_with(head))
             self.engine.prefill(a[n - 1 : n])
         return n
+
+    def _reporter(self, what: str) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            self.progress("prompt", done / total if total else 1.0, f"{what}: {done} of {total} tokens")
+
+        return report
+
+    def _check_stop(self) -> None:
+        if self.should_stop():
+            raise Stopped
+
+    def _read_prompt(self, ids: list[int]) -> None:
+        """Feed all but the prompt's last batch, reporting progress and stopping between batches."""
+        feed_ahead(self.engine, ids, self._reporter("Reading the prompt"), self._check_stop)
 
     def send(self, text: str, settings: Settings) -> dict:
         """Answer `text`: the turn's tokens, text, tool steps and decode speed (streamed through `emit`)."""
@@ -133,6 +152,7 @@ class Session:
 
         sampling = Sampling(temperature=settings.temperature)
         try:
+            self._read_prompt(ids)
             gen = engine.generate(engine.continue_with(ids), max_tokens=settings.max_new_tokens, sampling=sampling,
                                   stop_ids=self.stops, decode=engine.tokenizer.decode, on_token=on_token)
             text, reason = gen.text, gen.stop_reason
@@ -147,6 +167,8 @@ class Session:
         generate = engine_generate(self.engine, settings.max_new_tokens, Sampling(temperature=settings.temperature))
 
         def recorded(prompt_ids: list[int], processor: Any, on_token: Callable[[int], None]) -> list[int]:
+            self._read_prompt(prompt_ids)
+
             def tick(tok: int) -> None:
                 clock.tick()
                 on_token(tok)
@@ -162,20 +184,31 @@ class Session:
             streamed.append(piece)
             self.emit("token", {"text": piece})
 
+        done_steps: list[dict] = []
+
+        def on_step(step: LoopStep) -> None:
+            done_steps.append(describe_step(step))
+            self.emit("step", done_steps[-1])
+
         loop = ToolLoop(recorded, self.engine.tokenizer, registry_for(settings.tools, self.read_tab),
                         ToolPrompt.from_chat_template(self.template), tool_choice=settings.tool_choice,  # type: ignore[arg-type]
-                        parallel_calls=settings.parallel_calls, on_text=on_text, on_step=lambda step: self.emit("step", describe_step(step)))
+                        parallel_calls=settings.parallel_calls, on_text=on_text, on_step=on_step)
         conversation = [*self.messages, user]
         try:
             result = loop.run(conversation)
         except Stopped:
             self.messages = [*conversation, {"role": "assistant", "content": "".join(streamed)}]
-            return {"mode": "tools", "steps": [], "step_tokens": step_tokens, "answer": "".join(streamed),
+            return {"mode": "tools", "steps": done_steps, "step_tokens": step_tokens, "answer": "".join(streamed),
                     "finished": False, "stop_reason": "stopped", "tokens_per_s": round(clock.tokens_per_s, 4)}
         self.messages = result.messages
+        reason = "step_limit"
+        if result.finished:  # the answer is the last generation: cut off where it ran out of tokens or room
+            last = step_tokens[-1] if step_tokens else []
+            cut = len(last) >= settings.max_new_tokens or self.engine.pos >= self.engine.max_positions
+            reason = "length" if cut else "answer"
         return {"mode": "tools", "steps": [describe_step(s) for s in result.steps], "step_tokens": step_tokens,
-                "answer": result.answer, "finished": result.finished,
-                "stop_reason": "answer" if result.finished else "step_limit", "tokens_per_s": round(clock.tokens_per_s, 4)}
+                "answer": result.answer, "finished": result.finished, "stop_reason": reason,
+                "tokens_per_s": round(clock.tokens_per_s, 4)}
 
 
 def describe_step(step: LoopStep) -> dict:
