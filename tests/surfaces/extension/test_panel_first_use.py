@@ -74,6 +74,9 @@ def panel(browser, page_url):
     with browser.side_panel(page_url) as page:
         panel = Panel(page)
         state = panel.settle(300)
+        if state["model"] is not None:  # a model stored by an earlier test in this (session-wide) browser
+            panel.click("forget-model")
+            state = panel.reload(300)
         assert state["phase"] == "choose-model", state
         yield panel
 

@@ -86,11 +86,6 @@ def test_ctrl_c_stops_the_reply_and_the_chat_goes_on_with_its_history():
         term.expect("[conversation cleared]")
         term.type("fresh\r")
         term.expect("turns=1")
-        term.expect("> ")
-        term.type("\x03")  # Ctrl-C at the prompt clears the line, the chat stays
-        term.expect("Ctrl-D or /bye to leave")
-        term.type("still here\r")
-        term.expect("turns=2")
         term.type("/bye\r")
         assert exit_code(pid) == 0
 
@@ -100,3 +95,27 @@ def test_ctrl_d_leaves_with_exit_0():
         term.expect("> ")
         term.type("\x04")
         assert exit_code(pid) == 0
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line_and_the_chat_stays():
+    import io
+
+    from bonsai_os._vendor.bonsai.toolcall import ToolRegistry
+    from bonsai_os.repl import StopFlag, repl
+    from bonsai_os.session import Session
+    from slow_model import slow_model
+
+    keys = iter(["hello", KeyboardInterrupt, "again", "/bye"])
+
+    def read(prompt: str) -> str:
+        key = next(keys)
+        if key is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        return key
+
+    stop = StopFlag()
+    out, err = io.StringIO(), io.StringIO()
+    code = repl(Session(slow_model(stop), ToolRegistry(), constrained=False), stop, max_tokens=64, interactive=True,
+                read=read, out=out, err=err)
+    assert code == 0 and out.getvalue().splitlines() == ["turns=1", "turns=2"]
+    assert "(Ctrl-D or /bye to leave)" in err.getvalue()
