@@ -31,20 +31,17 @@ def load_model(path: Path, *, max_tokens: int, temperature: float = 0.0, seed: i
     `max_positions` None: the model's whole context (its GGUF `context_length`); the KV cache's master
     copy lives in host RAM, so a long context costs host memory, not GPU memory.
     """
-    from ._vendor.bonsai.config import ModelConfig
     from ._vendor.bonsai.engine import Sampling
     from ._vendor.bonsai.engine.native import load_engine
-    from ._vendor.bonsai.gguf import GGUFReader
     from ._vendor.bonsai.tokenizer.chat_template import ChatTemplate
     from ._vendor.bonsai.toolcall.engine_generate import engine_generate
     from ._vendor.bonsai.toolcall.prompt import ToolPrompt
 
     report = on_progress or (lambda _msg: None)
-    if max_positions is None:
-        max_positions = ModelConfig.from_gguf(GGUFReader(path)).context_length
-    report(f"loading {path.name} ({path.stat().st_size / 1e6:.0f} MB, {max_positions} positions)")
-    engine = load_engine(path, progress=False, max_positions=max_positions)
-    report(f"ready on {engine.gpu.description} (KV cache {engine.kv_mode})")
+    report(f"loading {path.name} ({path.stat().st_size / 1e6:.0f} MB)")
+    # the engine holds min(max_positions, the model's context_length) positions
+    engine = load_engine(path, progress=False, max_positions=max_positions if max_positions is not None else 1 << 62)
+    report(f"ready on {engine.gpu.description} (KV cache {engine.kv_mode}, {engine.max_positions:,} positions)")
     prompt = ToolPrompt.from_chat_template(ChatTemplate.from_gguf(engine.reader, engine.tokenizer))
     generate = engine_generate(engine, max_tokens=max_tokens, sampling=Sampling(temperature=temperature, seed=seed),
                                should_stop=should_stop)
