@@ -24,33 +24,33 @@ def _entry(name: str, mode: int, size: int) -> zipfile.ZipInfo:
 
 def write_pyz(site: Path, target: Path, *, name: str, entry: str, python: str) -> Path:
     """`target`: a zipapp of `site` (a staged site-packages) running `entry` (MODULE:FUNCTION) on `python`
-    ("3.11"); its manifest carries the content hash that names the unpack folder and every file's size."""
+    ("3.11"); its manifest carries the content hash that names the unpack folder and every file's size.
+    Each file is read once: hashed as it is written, the manifest written after the files."""
     files = sorted((p for p in site.rglob("*") if p.is_file()), key=lambda p: p.relative_to(site).as_posix())
+    boot = Path(__file__).with_name("pyz_boot.py").read_bytes()
     content = hashlib.sha256()
     sizes: dict[str, int] = {}
-    for path in files:
-        rel = SITE + path.relative_to(site).as_posix()
-        mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
-        data = path.read_bytes()
-        content.update(f"{rel}\0{mode:o}\0{len(data)}\0".encode())
-        content.update(hashlib.sha256(data).digest())
-        sizes[rel] = len(data)
-    boot = Path(__file__).with_name("pyz_boot.py").read_bytes()
-    content.update(hashlib.sha256(boot).digest())
-    manifest = {"name": name, "entry": entry, "python": python, "content": content.hexdigest(), "sizes": sizes}
     tmp = target.with_name(target.name + ".tmp")
     with open(tmp, "wb") as out:
         out.write(b"#!/usr/bin/env python3\n")
         with zipfile.ZipFile(out, "w") as zf:
             zf.writestr(_entry("__main__.py", 0o644, len(boot)), boot)
-            text = json.dumps(manifest, indent=1, sort_keys=True).encode()
-            zf.writestr(_entry(MANIFEST, 0o644, len(text)), text)
             for path in files:
                 rel = SITE + path.relative_to(site).as_posix()
                 mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
-                with zf.open(_entry(rel, mode, sizes[rel]), "w") as dst, open(path, "rb") as src:
+                size = path.stat().st_size
+                digest = hashlib.sha256()
+                with zf.open(_entry(rel, mode, size), "w") as dst, open(path, "rb") as src:
                     while chunk := src.read(1 << 20):
+                        digest.update(chunk)
                         dst.write(chunk)
+                content.update(f"{rel}\0{mode:o}\0{size}\0".encode())
+                content.update(digest.digest())
+                sizes[rel] = size
+            content.update(hashlib.sha256(boot).digest())
+            manifest = {"name": name, "entry": entry, "python": python, "content": content.hexdigest(), "sizes": sizes}
+            text = json.dumps(manifest, indent=1, sort_keys=True).encode()
+            zf.writestr(_entry(MANIFEST, 0o644, len(text)), text)
     os.chmod(tmp, 0o755)
     tmp.replace(target)
     return target
